@@ -1,0 +1,106 @@
+"""The engine contract: one protocol, typed frozen parameters, and the :class:`Release` result."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.encoding import EncodedBatch
+from core.errors import InfeasibleError
+from core.privacy.requirement import LKind, PrivacyRequirement, TDistance
+
+Progress = Callable[[float, str], None]
+"""Progress callback: fraction done in [0, 1] and a short message. Engines call it on long work."""
+
+VerificationMode = Literal["classes", "k-regular"]
+
+
+def no_progress(_done: float, _message: str) -> None:
+    return None
+
+
+class EngineParams(BaseModel):
+    """Parameters shared by every engine; engines subclass this with their own fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int = Field(default=5, ge=1, description="minimum class size (k-anonymity)")
+    l: int | None = Field(default=None, ge=1, description="l-diversity level, if required")  # noqa: E741
+    l_kind: LKind = Field(default="distinct", description="distinct | entropy | recursive")
+    c: float = Field(default=2.0, gt=0, description="c of recursive (c,l)-diversity")
+    t: float | None = Field(default=None, ge=0, le=1, description="t-closeness bound, if required")
+    t_distance: TDistance = Field(default="equal", description="equal | ordered ground distance for t")
+    max_suppression: float = Field(default=0.0, ge=0, le=1, description="fraction of rows that may be suppressed")
+
+    def requirement(self) -> PrivacyRequirement:
+        return PrivacyRequirement(k=self.k, l=self.l, l_kind=self.l_kind, c=self.c, t=self.t,
+                                  t_distance=self.t_distance, max_suppression=self.max_suppression)
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """What an engine returns.
+
+    ``rows`` holds the released rows with the input's index: QI columns contain generalized labels
+    (strings), the sensitive and pass-through columns are unchanged. ``class_ids`` is aligned with
+    ``rows``. ``suppressed`` holds the input index labels of suppressed rows. ``verification_mode``
+    tells the independent verifier which guarantee to check.
+    """
+
+    engine: str
+    params: dict[str, Any]
+    requirement: PrivacyRequirement
+    rows: pd.DataFrame
+    class_ids: np.ndarray
+    suppressed: np.ndarray
+    metrics: dict[str, Any]
+    privacy: dict[str, Any]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    runtime_s: float = 0.0
+    verification_mode: VerificationMode = "classes"
+
+    @property
+    def released(self) -> int:
+        return len(self.rows)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine, "params": self.params, "released": self.released,
+            "suppressed": len(self.suppressed), "privacy": self.privacy, "metrics": self.metrics,
+            "runtime_s": round(self.runtime_s, 4), "diagnostics": self.diagnostics,
+        }
+
+
+class Engine(ABC):
+    """An anonymization engine. Deterministic given the ``rng`` seed."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    paper: ClassVar[str] = ""
+    Params: ClassVar[type[EngineParams]] = EngineParams
+
+    @abstractmethod
+    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+                  progress: Progress = no_progress) -> Release:
+        """Anonymize an encoded batch under ``params``; never returns an unverified guarantee."""
+
+
+def require_rows(batch: EncodedBatch, k: int, what: str = "k") -> None:
+    """Fail clearly when the batch is too small for any class of size ``k``."""
+    if batch.n < k:
+        raise InfeasibleError(
+            f"{what}={k} exceeds the number of rows ({batch.n}); {k - batch.n} more row(s) needed",
+            reason="batch-too-small",
+        )
+
+
+def require_sensitive(batch: EncodedBatch, params: EngineParams) -> None:
+    if params.requirement().needs_sensitive and batch.sensitive_codes is None:
+        raise InfeasibleError("l-diversity or t-closeness needs a sensitive attribute in the spec",
+                              reason="invalid-params")

@@ -1,0 +1,60 @@
+"""Shared pieces of the full-domain (lattice) engines: result building and output rows."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from core.encoding import EncodedBatch
+from core.engines.base import EngineParams, Release
+from core.errors import InfeasibleError
+from core.lattice import NodeEvaluator, NodeResult
+from core.metrics import precision_loss, summarize
+from core.privacy import achieved
+
+
+def release_from_node(engine: str, batch: EncodedBatch, evaluator: NodeEvaluator, node: NodeResult,
+                      params: EngineParams, started: float, diagnostics: dict[str, Any] | None = None) -> Release:
+    """Materialize the release of a lattice node: generalize, suppress failing classes, measure."""
+    levels = node.levels
+    cls, suppressed = evaluator.row_partition(levels)
+    keep = ~suppressed
+    labels = batch.labels_at(levels)
+    rows = batch.frame.copy()
+    for col in labels.columns:
+        rows[col] = labels[col]
+    rows = rows[keep]
+    cost = batch.row_cost(levels)[keep]
+    n_supp = int(suppressed.sum())
+    sens = batch.sensitive_codes[keep] if batch.sensitive_codes is not None else None
+    level = achieved(cls[keep], sens, c=params.c, t_distance=params.t_distance)
+    metrics = summarize(cost, batch.weights, cls[keep], n_supp, params.k, batch.schema.qi_names,
+                        None if batch.severity is None or sens is None else batch.severity[sens])
+    metrics["precision_loss"] = precision_loss(levels, batch.heights)
+    diag = {
+        "levels": dict(zip(batch.schema.qi_names, levels, strict=True)),
+        "heights": dict(zip(batch.schema.qi_names, batch.heights.tolist(), strict=True)),
+        "lattice_size": int(np.prod(batch.heights + 1, dtype=float)),
+        "nodes_evaluated": evaluator.evaluations,
+        "objective": evaluator.loss_name,
+        "objective_value": node.loss,
+    }
+    diag.update(diagnostics or {})
+    return Release(
+        engine=engine, params=params.model_dump(), requirement=params.requirement(), rows=rows,
+        class_ids=cls[keep], suppressed=batch.frame.index.to_numpy()[suppressed], metrics=metrics,
+        privacy=level.as_dict(), diagnostics=diag, runtime_s=time.perf_counter() - started,
+    )
+
+
+def no_solution(params: EngineParams, best_suppressed: int | None = None) -> InfeasibleError:
+    extra = f"; the most general node still suppresses {best_suppressed} rows" if best_suppressed is not None else ""
+    return InfeasibleError(
+        f"no generalization meets k={params.k}"
+        + (f", l={params.l} ({params.l_kind})" if params.l else "")
+        + (f", t={params.t}" if params.t is not None else "")
+        + f" within max_suppression={params.max_suppression}{extra}",
+        reason="infeasible",
+    )

@@ -1,0 +1,41 @@
+"""Right-masking of codes such as postcodes: ``80015`` -> ``8001*`` -> ... -> ``*****``.
+
+Leaves are the distinct codes in the batch, so the categorical cost (leaves under - 1) /
+(leaves - 1) is computed over the codes actually seen; this is documented in docs/hierarchies.md.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.hierarchies.base import EncodedQI, Hierarchy, UnknownPolicy
+from core.hierarchies.table import TableHierarchy
+
+
+def mask_rows(codes: list[str], length: int | None, char: str = "*") -> list[list[str]]:
+    width = length or max(len(c) for c in codes)
+    rows = []
+    for code in codes:
+        c = code[:width]
+        rows.append([c] + [c[: max(len(c) - i, 0)] + char * min(i, len(c)) for i in range(1, width + 1)])
+    return rows
+
+
+class MaskHierarchy(Hierarchy):
+    def __init__(self, name: str, length: int | None = None, char: str = "*") -> None:
+        super().__init__(name)
+        self.length, self.char = length, char
+
+    def _table(self, values: pd.Series) -> TableHierarchy:
+        codes = sorted(set(values.astype(str).str.strip()))
+        return TableHierarchy(self.name, mask_rows(codes, self.length, self.char), kind="masked")
+
+    def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
+        return self._table(values).encode(values, unknown)
+
+    def covers(self, label: str, value: object) -> bool:
+        v = str(value).strip()
+        if set(label) == {self.char}:
+            return True
+        keep = label.rstrip(self.char)
+        return v.startswith(keep) and len(label) == len(v[: len(label)]) and len(v) == len(label)

@@ -1,0 +1,49 @@
+"""What a release must satisfy: k-anonymity plus optional l-diversity and t-closeness."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+LKind = Literal["distinct", "entropy", "recursive"]
+TDistance = Literal["equal", "ordered"]
+
+
+class PrivacyRequirement(BaseModel):
+    """A privacy model as a constraint on equivalence classes.
+
+    - ``k``: every released class has at least ``k`` rows (k-anonymity).
+    - ``l`` with ``l_kind``: distinct l-diversity (at least ``l`` distinct sensitive values), entropy
+      l-diversity (entropy of the class's sensitive distribution >= log ``l``), or recursive
+      (c, l)-diversity (r1 < c (r_l + ... + r_m) over descending counts r), Machanavajjhala et al. 2007.
+    - ``t`` with ``t_distance``: t-closeness (Li et al. 2007): the earth mover's distance between a
+      class's sensitive distribution and the whole batch's is at most ``t``; ``equal`` ground
+      distance (variational distance) for categorical values, ``ordered`` for ordinal values.
+    - ``max_suppression``: fraction of rows that may be suppressed (removed) to meet the above.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int = Field(default=5, ge=1)
+    l: int | None = Field(default=None, ge=1)  # noqa: E741
+    l_kind: LKind = "distinct"
+    c: float = Field(default=2.0, gt=0)
+    t: float | None = Field(default=None, ge=0, le=1)
+    t_distance: TDistance = "equal"
+    max_suppression: float = Field(default=0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _l_needs_value(self) -> PrivacyRequirement:
+        if self.l_kind != "distinct" and self.l is None:
+            raise ValueError(f"l_kind '{self.l_kind}' needs a value for l")
+        return self
+
+    @property
+    def needs_sensitive(self) -> bool:
+        return (self.l is not None and self.l > 1) or self.t is not None
+
+    def max_suppressed_rows(self, n: int) -> int:
+        return int(np.floor(self.max_suppression * n + 1e-9))
+

@@ -1,0 +1,264 @@
+"""Dataset spec: which columns are identifiers, quasi-identifiers, sensitive or passed through.
+
+A spec is plain data (parsed from TOML by ``stream.io.specs``) validated here with pydantic. Every
+validation problem becomes a :class:`core.errors.SpecError` whose one-line message names the field
+and the allowed values.
+
+Example (TOML)::
+
+    name = "crime-reports"
+    identifiers = ["name", "dob"]
+    passthrough = []
+    unknown = "error"           # or "top": values outside a hierarchy become "*"
+
+    [[qi]]
+    name = "age"
+    type = "numeric"            # numeric | categorical | date | masked
+    weight = 10
+    hierarchy = { widths = [5, 10, 20], domain = [0, 120] }
+
+    [sensitive]
+    name = "offence"
+    severity = { "Theft" = 5, "Murder" = 25 }
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from core.errors import SpecError
+
+
+class QIType(StrEnum):
+    NUMERIC = "numeric"
+    CATEGORICAL = "categorical"
+    DATE = "date"
+    MASKED = "masked"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TableHierarchySpec(_Strict):
+    """ARX-style table: one row per leaf, ``leaf;level1;...;*``. ``csv`` is resolved by the loader."""
+
+    kind: Literal["table"] = "table"
+    csv: str | None = None
+    rows: tuple[tuple[str, ...], ...] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TableHierarchySpec:
+        if self.csv is None and self.rows is None:
+            raise ValueError("a table hierarchy needs 'csv' (a file) or 'rows' (inline)")
+        return self
+
+
+class TreeHierarchySpec(_Strict):
+    """Categorical taxonomy as nested tables; leaves are lists. The root is ``*``."""
+
+    kind: Literal["tree"] = "tree"
+    tree: dict[str, Any]
+
+
+class IntervalHierarchySpec(_Strict):
+    """Numeric bands. ``widths``: nested equal-width bands; ``edges``: explicit cut points per level;
+    ``auto``: number of automatically chosen levels (widths doubling from a data-driven base)."""
+
+    kind: Literal["intervals"] = "intervals"
+    widths: tuple[float, ...] | None = None
+    edges: tuple[tuple[float, ...], ...] | None = None
+    auto: int | None = Field(default=None, ge=1, le=12)
+    domain: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> IntervalHierarchySpec:
+        given = [n for n in ("widths", "edges", "auto") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of 'widths', 'edges' or 'auto' (got {given or 'none'})")
+        if self.widths is not None:
+            if any(w <= 0 for w in self.widths):
+                raise ValueError("'widths' must be positive")
+            for a, b in zip(self.widths, self.widths[1:], strict=False):
+                if b <= a or abs(b / a - round(b / a)) > 1e-9:
+                    raise ValueError("each width in 'widths' must be a larger multiple of the one before")
+        if self.domain is not None and not self.domain[0] < self.domain[1]:
+            raise ValueError("'domain' must be [low, high] with low < high")
+        return self
+
+
+class DateHierarchySpec(_Strict):
+    """Dates generalize day -> month -> year -> ``*``; ``levels`` picks a suffix of that chain."""
+
+    kind: Literal["dates"] = "dates"
+    levels: tuple[Literal["day", "month", "year"], ...] = ("day", "month", "year")
+    domain: tuple[str, str] | None = None
+
+
+class MaskHierarchySpec(_Strict):
+    """Right-masking of codes: ``80015`` -> ``8001*`` -> ... -> ``*****``."""
+
+    kind: Literal["mask"] = "mask"
+    mask: int | None = Field(default=None, ge=1, le=64)
+    char: str = Field(default="*", min_length=1, max_length=1)
+
+
+HierarchySpec = Annotated[
+    TableHierarchySpec | TreeHierarchySpec | IntervalHierarchySpec | DateHierarchySpec | MaskHierarchySpec,
+    Field(discriminator="kind"),
+]
+
+_ALLOWED_KINDS: dict[QIType, tuple[str, ...]] = {
+    QIType.CATEGORICAL: ("table", "tree"),
+    QIType.MASKED: ("mask", "table"),
+    QIType.NUMERIC: ("intervals", "table"),
+    QIType.DATE: ("dates",),
+}
+_KIND_KEYS = {"csv": "table", "rows": "table", "tree": "tree", "widths": "intervals", "edges": "intervals",
+              "auto": "intervals", "levels": "dates", "mask": "mask"}
+_DEFAULT_KIND = {QIType.DATE: "dates", QIType.MASKED: "mask", QIType.NUMERIC: "intervals"}
+
+
+class QISpec(_Strict):
+    name: str = Field(min_length=1)
+    type: QIType
+    weight: float = Field(default=1.0, gt=0)
+    hierarchy: HierarchySpec
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kind(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        h = data.get("hierarchy")
+        try:
+            qtype = QIType(data.get("type"))
+        except ValueError:
+            return data
+        if h is None:
+            if qtype in _DEFAULT_KIND:
+                h = {"kind": _DEFAULT_KIND[qtype]}
+                if qtype == QIType.NUMERIC:
+                    h["auto"] = 4
+            else:
+                raise ValueError("a categorical QI needs a hierarchy: { csv = ... }, { rows = ... } or { tree = ... }")
+        if isinstance(h, dict) and "kind" not in h:
+            kinds = {_KIND_KEYS[k] for k in h if k in _KIND_KEYS}
+            if len(kinds) == 1:
+                h = {**h, "kind": kinds.pop()}
+            elif qtype in _DEFAULT_KIND:
+                h = {**h, "kind": _DEFAULT_KIND[qtype]}
+        data["hierarchy"] = h
+        return data
+
+    @model_validator(mode="after")
+    def _kind_fits_type(self) -> QISpec:
+        allowed = _ALLOWED_KINDS[self.type]
+        if self.hierarchy.kind not in allowed:
+            raise ValueError(
+                f"a {self.type.value} QI cannot use a '{self.hierarchy.kind}' hierarchy; allowed: {', '.join(allowed)}"
+            )
+        return self
+
+
+class SensitiveSpec(_Strict):
+    name: str = Field(min_length=1)
+    severity: dict[str, float] | None = None
+    default_severity: float | None = Field(default=None, gt=0)
+
+    @field_validator("severity")
+    @classmethod
+    def _positive(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        if v is not None:
+            bad = [k for k, s in v.items() if not s > 0]
+            if bad:
+                raise ValueError(f"severities must be positive; not positive for {bad[:5]}")
+        return v
+
+
+class DatasetSpec(_Strict):
+    name: str = "dataset"
+    identifiers: tuple[str, ...] = ()
+    qi: tuple[QISpec, ...] = Field(min_length=1)
+    sensitive: SensitiveSpec | None = None
+    passthrough: tuple[str, ...] = ()
+    unknown: Literal["error", "top"] = "error"
+    station_column: str | None = None
+    time_column: str | None = None
+    id_column: str | None = None
+
+    @model_validator(mode="after")
+    def _distinct_roles(self) -> DatasetSpec:
+        seen: dict[str, str] = {}
+        roles = [("identifier", c) for c in self.identifiers] + [("qi", q.name) for q in self.qi]
+        roles += [("passthrough", c) for c in self.passthrough]
+        if self.sensitive:
+            roles.append(("sensitive", self.sensitive.name))
+        for role, col in roles:
+            if col in seen:
+                raise ValueError(f"column '{col}' is both {seen[col]} and {role}; a column has one role")
+            seen[col] = role
+        return self
+
+    @property
+    def qi_names(self) -> list[str]:
+        return [q.name for q in self.qi]
+
+    @property
+    def weights(self) -> list[float]:
+        return [q.weight for q in self.qi]
+
+    def qi_spec(self, name: str) -> QISpec:
+        for q in self.qi:
+            if q.name == name:
+                return q
+        raise SpecError(f"no quasi-identifier named '{name}'; QIs are: {', '.join(self.qi_names)}")
+
+    def used_columns(self) -> list[str]:
+        cols = list(self.qi_names)
+        if self.sensitive:
+            cols.append(self.sensitive.name)
+        return cols + list(self.passthrough)
+
+    def with_qis(self, names: list[str]) -> DatasetSpec:
+        """A copy restricted to the named QIs, in that order (used by benchmarks and PBG-EA)."""
+        return self.model_copy(update={"qi": tuple(self.qi_spec(n) for n in names)})
+
+
+def _format_loc(loc: tuple[Any, ...], raw: Any) -> str:
+    parts: list[str] = []
+    node = raw
+    for item in loc:
+        if isinstance(item, int) and isinstance(node, list | tuple) and item < len(node):
+            node = node[item]
+            name = node.get("name") if isinstance(node, dict) else None
+            parts[-1:] = [f"{parts[-1] if parts else ''}[{name or item}]"]
+            continue
+        if item in {"table", "tree", "intervals", "dates", "mask"} and parts and parts[-1] == "hierarchy":
+            continue
+        parts.append(str(item))
+        node = node.get(item) if isinstance(node, dict) else None
+    return ".".join(parts) or "spec"
+
+
+def parse_spec(data: dict[str, Any]) -> DatasetSpec:
+    """Validate a spec mapping; raise :class:`SpecError` with a one-line message naming the field."""
+    try:
+        return DatasetSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = _format_loc(tuple(err["loc"]), data)
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif err["type"] == "enum" and "expected" in err.get("ctx", {}):
+            msg = f"must be one of {err['ctx']['expected']}"
+        elif err["type"] == "literal_error":
+            msg = f"must be one of {err['ctx']['expected']}"
+        elif err["type"] == "union_tag_invalid":
+            msg = f"unknown hierarchy kind; allowed: {err['ctx']['expected_tags']}"
+        raise SpecError(f"spec field '{where}': {msg}") from None

@@ -1,0 +1,30 @@
+"""Shared fixtures: paths to the benchmark data beside the repo, and bundled specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def shared(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"benchmark data not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def adult_df() -> pd.DataFrame:
+    return pd.read_csv(shared("adult", "adult.csv"), sep=";", dtype=str)
+
+
+@pytest.fixture(scope="session")
+def adult_schema():
+    from stream.io.specs import load_schema
+
+    return load_schema("adult")
