@@ -255,9 +255,7 @@ def parse_spec(data: dict[str, Any]) -> DatasetSpec:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
-        elif err["type"] == "enum" and "expected" in err.get("ctx", {}):
-            msg = f"must be one of {err['ctx']['expected']}"
-        elif err["type"] == "literal_error":
+        elif (err["type"] == "enum" and "expected" in err.get("ctx", {})) or err["type"] == "literal_error":
             msg = f"must be one of {err['ctx']['expected']}"
         elif err["type"] == "union_tag_invalid":
             msg = f"unknown hierarchy kind; allowed: {err['ctx']['expected_tags']}"

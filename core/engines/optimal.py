@@ -59,11 +59,78 @@ class NodeSet:
         self.nodes = np.vstack([self.nodes[keep], v[None, :]])
 
 
+def projection_nodes(lattice: Lattice, width: int) -> list[tuple[int, ...]]:
+    """Nodes with at most ``width`` QIs below the top (the others at the top), most general first.
+
+    Generalizing the other QIs to the top can only merge classes, so if such a projection is
+    infeasible, so is every node that agrees with it on those QIs (Incognito's subset property).
+    """
+    import itertools
+
+    top = lattice.top
+    out: set[tuple[int, ...]] = set()
+    for attrs in itertools.combinations(range(lattice.d), min(width, lattice.d)):
+        for lv in itertools.product(*[range(top[a] + 1) for a in attrs]):
+            node = list(top)
+            for a, v in zip(attrs, lv, strict=True):
+                node[a] = v
+            out.add(tuple(node))
+    return sorted(out, key=lambda n: -sum(n))
+
+
+def seed_infeasible(evaluator: NodeEvaluator, lattice: Lattice, infeasible: NodeSet, clean: NodeSet) -> int:
+    """Evaluate cheap projection nodes and record the infeasible ones; returns nodes evaluated.
+
+    Pairs of QIs are used when that costs well under the lattice's size, single QIs otherwise.
+    """
+    width = 2 if sum((h + 1) ** 2 for h in lattice.heights) * lattice.d < lattice.size / 4 else 1
+    nodes = projection_nodes(lattice, width)
+    if len(nodes) > lattice.size / 4:
+        return 0
+    for node in nodes:
+        if infeasible.covers(node):
+            continue
+        res = evaluator.evaluate(node)
+        if not res.feasible:
+            infeasible.add(node)
+        elif res.suppressed == 0:
+            clean.add(node)
+    return len(nodes)
+
+
+def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int, ...],
+                     infeasible: NodeSet) -> tuple[int, ...]:
+    """From an infeasible node, raise each QI as far as the node stays infeasible.
+
+    One pass over the QIs, each with a binary search on its level, gives a maximal infeasible node
+    (raising a QI later can only make the node more feasible, so earlier QIs stay maximal). Every
+    node below it is infeasible (monotonicity), so recording it prunes a downward-closed region.
+    """
+    current = list(node)
+
+    def infeasible_at(candidate: list[int]) -> bool:
+        t = tuple(candidate)
+        return infeasible.covers(t) or not evaluator.evaluate(t).feasible
+
+    for a in range(lattice.d):
+        lo, hi = current[a], int(lattice.heights[a])  # lo is known infeasible
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            current[a] = mid
+            if infeasible_at(current):
+                lo = mid
+            else:
+                hi = mid - 1
+        current[a] = lo
+    return tuple(current)
+
+
 def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
                      progress: Progress = no_progress) -> tuple[NodeResult | None, dict[str, int]]:
     """Best-first branch and bound over the lattice; returns the optimum and search counters."""
     infeasible = NodeSet(lattice.d, upward=False)
     clean = NodeSet(lattice.d, upward=True)
+    seeded = seed_infeasible(evaluator, lattice, infeasible, clean)
     best: NodeResult | None = None
     start = lattice.bottom
     heap: list[tuple[float, tuple[int, ...]]] = [(evaluator.bound(start), start)]
@@ -87,7 +154,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             continue
         res = evaluator.evaluate(node)
         if not res.feasible:
-            infeasible.add(node)
+            infeasible.add(climb_infeasible(evaluator, lattice, node, infeasible))
             continue
         if res.suppressed == 0:
             clean.add(node)
@@ -98,7 +165,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
     if best is not None and best.classes == 0:
         best = evaluator.evaluate(best.levels)
     return best, {"popped": popped, "skipped_infeasible": skipped, "exact_without_eval": exact,
-                  "queued": len(seen)}
+                  "queued": len(seen), "projections": seeded}
 
 
 class OptimalEngine(Engine):

@@ -7,6 +7,7 @@ The cost of a band is (high - low) / (domain high - domain low), CG paper eq. 3 
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -66,8 +67,9 @@ class IntervalHierarchy(Hierarchy):
         if edges is not None:
             for lvl, cut in enumerate(edges):
                 if list(cut) != sorted(set(cut)) or len(cut) < 2:
-                    raise HierarchyError(f"'{name}': edges of level {lvl + 1} must be increasing", reason="invalid-hierarchy")
-            for fine, coarse in zip(edges, edges[1:], strict=False):
+                    raise HierarchyError(f"'{name}': edges of level {lvl + 1} must be increasing",
+                                         reason="invalid-hierarchy")
+            for fine, coarse in itertools.pairwise(edges):
                 if not set(coarse) <= set(fine) or coarse[0] != fine[0] or coarse[-1] != fine[-1]:
                     raise HierarchyError(
                         f"'{name}': each level's edges must be a subset of the level below, with the same ends",

@@ -20,6 +20,7 @@ makes it an admissible bound for branch and bound.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,8 @@ from core.privacy.requirement import PrivacyRequirement
 LossName = Literal["lm", "precision"]
 Backend = Literal["numba", "numpy"]
 _MAX_KEY = 2**62
+_MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
+_MAX_TABLE_CELLS = 40_000_000  # cached class tables limit (int32 cells, about 160 MB)
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,20 @@ class NodeResult:
 
 
 def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct rows of an int matrix: (rows, counts, inverse)."""
+    """Distinct rows of a non-negative int matrix: (rows, counts, inverse)."""
     if matrix.shape[1] == 0:
         return matrix[:1], np.array([len(matrix)]), np.zeros(len(matrix), np.int64)
-    uniq, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
-    return uniq, counts, inverse.ravel()
+    key = np.zeros(len(matrix), dtype=np.int64)
+    radix = 1
+    for col in matrix.T:
+        size = int(col.max()) + 1
+        if radix * size >= _MAX_KEY:  # key would overflow: fall back to a row-wise sort
+            uniq, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+            return uniq, counts, inverse.ravel()
+        key += col.astype(np.int64) * radix
+        radix *= size
+    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    return matrix[first], counts, inverse.ravel()
 
 
 class NodeEvaluator:
@@ -86,13 +98,19 @@ class NodeEvaluator:
         self.codes = [[q.maps[lv][uniq[:, a]] for lv in range(q.height + 1)] for a, q in enumerate(batch.qis)]
         self.ncodes = [[q.n_codes(lv) for lv in range(q.height + 1)] for q in batch.qis]
         self.costs = costs
+        weights_f = self.counts.astype(np.float64)
         self.level_mean = [
-            np.array([float(np.dot(self.counts, costs[a][lv][self.codes[a][lv]])) / self.n
+            np.array([float((weights_f * costs[a][lv][self.codes[a][lv]]).sum()) / self.n
                       for lv in range(q.height + 1)])
             for a, q in enumerate(batch.qis)
         ]
         self.cache: dict[tuple[int, ...], NodeResult] = {}
         self._packed: tuple[np.ndarray, np.ndarray] | None = None
+        self._up: np.ndarray | None = None
+        self.bottom = (0,) * batch.d
+        self.bottom_tab = np.ascontiguousarray(uniq, dtype=np.int32)
+        self.tables: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.table_cells = 0
 
     def _pack(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense (d, levels, m) code cube and (d, levels, codes) cost cube for the kernels."""
@@ -109,13 +127,19 @@ class NodeEvaluator:
             self._packed = (cube, cost)
         return self._packed
 
-    def _radix(self, levels: tuple[int, ...]) -> np.ndarray | None:
+    def _cost_cube(self) -> np.ndarray:
+        return self._pack()[1]
+
+    def _radix(self, levels: tuple[int, ...], with_sens: bool = False) -> np.ndarray | None:
         """Mixed-radix multipliers for the node's code counts, or None if the key overflows."""
-        radix = np.empty(len(levels), dtype=np.int64)
+        sizes = [self.ncodes[a][lv] for a, lv in enumerate(levels)]
+        if with_sens and self.with_sensitive:
+            sizes.append(self.n_sens)
+        radix = np.empty(len(sizes), dtype=np.int64)
         total = 1
-        for a, lv in enumerate(levels):
+        for a, size in enumerate(sizes):
             radix[a] = total
-            total *= self.ncodes[a][lv]
+            total *= size
             if total >= _MAX_KEY:
                 return None
         return radix
@@ -128,9 +152,9 @@ class NodeEvaluator:
         """Generalization loss of a node: a lower bound of its loss, in O(d)."""
         return float(sum(w * lm[lv] for w, lm, lv in zip(self.weights, self.level_mean, levels, strict=True)))
 
-    def class_ids(self, levels: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    def class_ids(self, levels: tuple[int, ...], backend: Backend | None = None) -> tuple[np.ndarray, int]:
         """Class id of each distinct row at ``levels`` and the size of the id space."""
-        if self.backend == "numba":
+        if (backend or self.backend) == "numba":
             radix = self._radix(levels)
             if radix is not None:
                 from core.lattice.kernels import group_rows
@@ -160,38 +184,104 @@ class NodeEvaluator:
             return ~class_ok(flat.reshape(n_cls, self.n_sens), self.req, self.overall)
         return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k
 
+    # -- class tables and roll-up -------------------------------------------------------------
+    def _up_cube(self) -> np.ndarray | None:
+        """``up[a, s, t, code]``: QI a's code at level s mapped to level t (None if too large)."""
+        if self._up is None:
+            d = self.batch.d
+            hmax = int(self.heights.max()) + 1 if d else 1
+            cmax = max((max(nc) for nc in self.ncodes), default=1)
+            if d * hmax * hmax * cmax > _MAX_UP_CELLS:
+                self._up = np.zeros((0, 0, 0, 0), np.int32)
+            else:
+                up = np.zeros((d, hmax, hmax, cmax), dtype=np.int32)
+                for a, q in enumerate(self.batch.qis):
+                    for s in range(q.height + 1):
+                        for t in range(s, q.height + 1):
+                            up[a, s, t, : q.n_codes(s)] = q.up(s, t)
+                self._up = up
+        return self._up if self._up.size else None
+
+    def _source(self, node: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+        """The cached class table below ``node`` with the fewest rows (bottom table as fallback)."""
+        best = (self.bottom, self.bottom_tab, self.counts)
+        for a in range(len(node)):
+            if node[a]:
+                pred = node[:a] + (node[a] - 1,) + node[a + 1 :]
+                hit = self.tables.get(pred)
+                if hit is not None and len(hit[1]) < len(best[2]):
+                    best = (pred, hit[0], hit[1])
+        return best
+
+    def _remember(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> None:
+        self.tables[node] = (tab, cnt)
+        self.table_cells += tab.size
+        while self.table_cells > _MAX_TABLE_CELLS and self.tables:
+            _, (old, _) = self.tables.popitem(last=False)
+            self.table_cells -= old.size
+
+    def table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Distinct (QI codes at ``node`` [, sensitive code]) rows with counts, via roll-up."""
+        up = self._up_cube() if self.backend == "numba" else None
+        radix = self._radix(node, with_sens=True)
+        if up is None or radix is None:
+            return None
+        from core.lattice.kernels import rollup
+
+        src, tab, cnt = self._source(node)
+        out, sizes = rollup(tab, cnt, up, np.asarray(src, np.int64), np.asarray(node, np.int64), radix)
+        self._remember(node, out, sizes)
+        return out, sizes
+
     def evaluate(self, levels: tuple[int, ...] | np.ndarray) -> NodeResult:
         node = tuple(int(x) for x in levels)
         hit = self.cache.get(node)
         if hit is not None:
             return hit
-        cls, n_cls = self.class_ids(node)
-        sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
-        fail_cls = (sizes < self.req.k) if not self.with_sensitive else self.failing(cls, n_cls)
-        gen = self.bound(node)
-        loss = gen
-        if not fail_cls.any():
-            suppressed = 0
-        elif self.backend == "numba":
-            from core.lattice.kernels import suppressed_cost
-
-            cube, cost = self._pack()
-            suppressed, extra = suppressed_cost(cls, fail_cls, self.counts, cost, cube,
-                                                np.asarray(node, dtype=np.int64), self.weights)
-            loss += extra / self.n
-        else:
-            fail_row = fail_cls[cls]
-            suppressed = int(self.counts[fail_row].sum())
-            rc = np.zeros(int(fail_row.sum()))
-            # numpy reference path for the suppression penalty
-            for a, lv in enumerate(node):
-                rc += self.weights[a] * self.costs[a][lv][self.codes[a][lv][fail_row]]
-            loss += float(np.dot(self.counts[fail_row], 1.0 - rc)) / self.n
-        kept = sizes[(~fail_cls) & (sizes > 0)]
-        res = NodeResult(levels=node, feasible=suppressed <= self.max_suppressed, suppressed=suppressed,
-                         classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=loss, gen_loss=gen)
+        packed = self.table(node)
+        res = self._evaluate_numpy(node) if packed is None else self._evaluate_table(node, *packed)
         self.cache[node] = res
         return res
+
+    def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
+        from core.lattice.kernels import group_prefix, penalty
+
+        lv = np.asarray(node, np.int64)
+        if self.with_sensitive:
+            radix = self._radix(node)
+            cls, sizes = group_prefix(tab, self.batch.d, radix, cnt)
+            flat = np.bincount(cls * self.n_sens + tab[:, -1], weights=cnt, minlength=len(sizes) * self.n_sens)
+            fail_cls = ~class_ok(flat.reshape(len(sizes), self.n_sens), self.req, self.overall)
+            fail = fail_cls[cls]
+        else:
+            sizes = cnt
+            fail_cls = fail = cnt < self.req.k
+        gen = self.bound(node)
+        suppressed, extra = (0, 0.0)
+        if fail.any():
+            suppressed, extra = penalty(tab, cnt, fail, self._cost_cube(), lv, self.weights)
+        kept = sizes[~fail_cls]
+        return NodeResult(levels=node, feasible=suppressed <= self.max_suppressed, suppressed=int(suppressed),
+                          classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,
+                          gen_loss=gen)
+
+    def _evaluate_numpy(self, node: tuple[int, ...]) -> NodeResult:
+        """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""
+        cls, n_cls = self.class_ids(node, backend="numpy")
+        sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
+        fail_cls = self.failing(cls, n_cls)
+        fail_row = fail_cls[cls]
+        suppressed = int(self.counts[fail_row].sum())
+        gen = self.bound(node)
+        loss = gen
+        if suppressed:
+            rc = np.zeros(int(fail_row.sum()))
+            for a, lv in enumerate(node):
+                rc += self.weights[a] * self.costs[a][lv][self.codes[a][lv][fail_row]]
+            loss += float((self.counts[fail_row] * (1.0 - rc)).sum()) / self.n
+        kept = sizes[(~fail_cls) & (sizes > 0)]
+        return NodeResult(levels=node, feasible=suppressed <= self.max_suppressed, suppressed=suppressed,
+                          classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=loss, gen_loss=gen)
 
     def row_partition(self, levels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """For every input row: its class id at ``levels`` and whether it is suppressed."""

@@ -70,3 +70,116 @@ def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs
             rows += counts[j]
             extra += counts[j] * (1.0 - rc)
     return rows, extra
+
+
+@njit(cache=True, nogil=True)
+def _slots(c: int):  # pragma: no cover
+    cap = 1
+    while cap < 2 * c:
+        cap *= 2
+    return cap
+
+
+@njit(cache=True, nogil=True)
+def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
+           radix: np.ndarray):  # pragma: no cover
+    """Generalize a class table from levels ``src`` to ``dst`` and merge equal rows.
+
+    ``tab`` is (c, w) int32: per row the codes of the d QIs at ``src`` levels, then (if w > d) the
+    sensitive code, which is carried unchanged. ``up[a, s, t, code]`` maps QI a's code at level s
+    to level t. Returns the new table (distinct rows) and the summed counts.
+    """
+    c, w = tab.shape
+    d = up.shape[0]
+    cap = _slots(c)
+    mask = cap - 1
+    slot_key = np.full(cap, -1, np.int64)
+    slot_cls = np.empty(cap, np.int64)
+    rep = np.empty(c, np.int64)
+    sizes = np.zeros(c, np.int64)
+    n = 0
+    for j in range(c):
+        key = 0
+        for a in range(d):
+            code = tab[j, a]
+            if src[a] != dst[a]:
+                code = up[a, src[a], dst[a], code]
+            key += code * radix[a]
+        for a in range(d, w):
+            key += tab[j, a] * radix[a]
+        h = (key * 0x9E3779B97F4A7C15) & mask
+        while True:
+            sk = slot_key[h]
+            if sk == key:
+                cl = slot_cls[h]
+                break
+            if sk == -1:
+                slot_key[h] = key
+                slot_cls[h] = n
+                rep[n] = j
+                cl = n
+                n += 1
+                break
+            h = (h + 1) & mask
+        sizes[cl] += cnt[j]
+    out = np.empty((n, w), np.int32)
+    for i in range(n):
+        j = rep[i]
+        for a in range(d):
+            code = tab[j, a]
+            if src[a] != dst[a]:
+                code = up[a, src[a], dst[a], code]
+            out[i, a] = code
+        for a in range(d, w):
+            out[i, a] = tab[j, a]
+    return out, sizes[:n]
+
+
+@njit(cache=True, nogil=True)
+def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray, cnt: np.ndarray):  # pragma: no cover
+    """Class id of each table row by its first ``ncols`` columns, and class sizes."""
+    c = tab.shape[0]
+    cap = _slots(c)
+    mask = cap - 1
+    slot_key = np.full(cap, -1, np.int64)
+    slot_cls = np.empty(cap, np.int64)
+    cls = np.empty(c, np.int64)
+    sizes = np.zeros(c, np.int64)
+    n = 0
+    for j in range(c):
+        key = 0
+        for a in range(ncols):
+            key += tab[j, a] * radix[a]
+        h = (key * 0x9E3779B97F4A7C15) & mask
+        while True:
+            sk = slot_key[h]
+            if sk == key:
+                cl = slot_cls[h]
+                break
+            if sk == -1:
+                slot_key[h] = key
+                slot_cls[h] = n
+                cl = n
+                n += 1
+                break
+            h = (h + 1) & mask
+        cls[j] = cl
+        sizes[cl] += cnt[j]
+    return cls, sizes[:n]
+
+
+@njit(cache=True, nogil=True)
+def penalty(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, costs: np.ndarray, levels: np.ndarray,
+            weights: np.ndarray):  # pragma: no cover
+    """Rows of failing table rows and sum of counts * (1 - weighted row cost) over them."""
+    d = levels.shape[0]
+    rows = 0
+    extra = 0.0
+    for j in range(tab.shape[0]):
+        if fail[j]:
+            rc = 0.0
+            for a in range(d):
+                rc += weights[a] * costs[a, levels[a], tab[j, a]]
+            rows += cnt[j]
+            extra += cnt[j] * (1.0 - rc)
+    return rows, extra

@@ -33,7 +33,7 @@ def loss_metric(cost: np.ndarray, weights: np.ndarray | None = None, suppressed:
     w = np.ones(d) if weights is None else np.asarray(weights, float)
     w = w / w.sum()
     n = cost.shape[0] + suppressed
-    return float((cost @ w).sum() + suppressed) / n if n else 0.0
+    return float((cost * w).sum() + suppressed) / n if n else 0.0
 
 
 def per_attribute_loss(cost: np.ndarray, suppressed: int = 0) -> np.ndarray:

@@ -1,9 +1,8 @@
 import numpy as np
 
-from core.engines.registry import get_engine, make_params
 from core.encoding import encode
+from core.engines.registry import get_engine, make_params
 from core.verify import verify_release
-from tests.strategies import small_schema, small_tables
 
 
 def test_optimal_on_adult_reference(adult_df, adult_schema):

@@ -1,0 +1,173 @@
+"""Service settings (pydantic-settings): every field can be set as ``ANONSTREAM_<FIELD>`` in the environment.
+
+Two modes:
+
+* ``embedded`` (default): no broker configured means the bundled ``tansu`` broker is started on a free
+  loopback port; no database configured means SQLite under ``data_dir`` (``./var``); a missing
+  fingerprint key is generated once and kept in ``data_dir/fingerprint.key`` so fingerprints stay
+  stable across restarts.
+* ``production``: ``broker_url``, ``database_url`` and ``fingerprint_key`` are required; secrets have no
+  defaults. :meth:`Settings.check_production` names every missing one in a single error line.
+
+Secrets (``fingerprint_key``, ``operator_token``) are ``SecretStr`` and never appear in logs or reprs.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.errors import ParamsError
+
+ENV_PREFIX = "ANONSTREAM_"
+SECRET_FIELDS = ("fingerprint_key", "operator_token")
+REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key")
+
+
+class Settings(BaseSettings):
+    """Configuration of the worker, the CLI tools and the (later) operator console."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True,
+                                      env_nested_delimiter="__")
+
+    mode: Literal["embedded", "production"] = "embedded"
+    data_dir: Path = Path("var")
+
+    # --- broker and topics -------------------------------------------------------------------------
+    broker_url: str | None = Field(default=None, description="kafka://host:port[,host:port]; none = embedded")
+    app_id: str = "anonstream"
+    topic_reports: str = "crime.reports"
+    topic_dlq: str = "crime.reports.dlq"
+    topic_anonymized: str = "crime.anonymized"
+    topic_releases: str = "crime.releases"
+    reports_partitions: int = Field(default=4, ge=1)
+    output_partitions: int = Field(default=1, ge=1)
+    session_timeout_s: float = Field(default=6.0, gt=0, description="consumer session timeout (tansu: 6)")
+    heartbeat_interval_s: float = Field(default=2.0, gt=0)
+    take_max: int = Field(default=2000, ge=1, description="reports persisted per batch")
+    take_within_s: float = Field(default=0.5, gt=0)
+
+    # --- database ----------------------------------------------------------------------------------
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; none = SQLite in data_dir")
+
+    # --- dataset and windows -----------------------------------------------------------------------
+    spec: str = Field(default="crime", description="bundled spec name or path to a spec TOML file")
+    window_by: Literal["station", "region", "global"] = "station"
+    regions: dict[str, str] = Field(default_factory=dict, description="station -> region (window_by=region)")
+    window_size_s: int = Field(default=86_400, ge=1)
+    allowed_lateness_s: int = Field(default=3_600, ge=0)
+    window_max_reports: int = Field(default=10_000, ge=1)
+    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
+    tick_interval_s: float = Field(default=1.0, gt=0)
+    claim_timeout_s: float = Field(default=120.0, gt=0, description="a closing window abandoned this long is retried")
+
+    # --- sampling, engine and linking guard --------------------------------------------------------
+    sample_policy: Literal["all", "fraction", "max"] = "all"
+    sample_fraction: float = Field(default=1.0, gt=0, le=1)
+    sample_max: int = Field(default=10_000, ge=1)
+    sample_seed: int = 0
+    engine: str | None = Field(default=None, description="engine name; none = cg-kanon when registered")
+    k: int = Field(default=5, ge=1)
+    l: int | None = Field(default=None, ge=1)  # noqa: E741
+    max_suppression: float = Field(default=0.05, ge=0, le=1)
+    engine_params: dict[str, Any] = Field(default_factory=dict)
+    link_guard: Literal["off", "report", "person"] = "report"
+    person_columns: tuple[str, ...] = ("name", "dob")
+
+    # --- secrets -----------------------------------------------------------------------------------
+    fingerprint_key: SecretStr | None = None
+    operator_token: SecretStr | None = None
+
+    # --- worker ------------------------------------------------------------------------------------
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(default=6066, ge=0, le=65535)
+    log_level: str = "info"
+    fault_point: Literal["after-ledger-write"] | None = Field(
+        default=None, description="testing only: exit the worker hard at this point (crash recovery tests)")
+
+    @model_validator(mode="after")
+    def _production_secrets(self) -> Settings:
+        if self.mode == "production":
+            self.check_production()
+        return self
+
+    def check_production(self) -> None:
+        missing = [f"{ENV_PREFIX}{n.upper()}" for n in REQUIRED_IN_PRODUCTION if getattr(self, n) in (None, "")]
+        if missing:
+            raise ParamsError(f"production mode needs {', '.join(missing)} to be set", reason="missing-setting")
+
+    # --- derived values ----------------------------------------------------------------------------
+    @property
+    def embedded_broker(self) -> bool:
+        return not self.broker_url
+
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'anonstream.db').resolve()}"
+
+    def bootstrap_servers(self) -> list[str]:
+        """``host:port`` list from ``broker_url`` (``kafka://a:1,b:2`` or ``a:1,b:2``)."""
+        if not self.broker_url:
+            raise ParamsError("no broker configured; set ANONSTREAM_BROKER_URL", reason="missing-setting")
+        text = self.broker_url.split("://", 1)[-1]
+        return [h.strip() for h in text.replace(";", ",").split(",") if h.strip()]
+
+    def faust_broker(self) -> str:
+        return "kafka://" + ";".join(self.bootstrap_servers())
+
+    def key_bytes(self) -> bytes:
+        """The fingerprint key; in embedded mode created once under ``data_dir`` when not configured."""
+        if self.fingerprint_key is not None and self.fingerprint_key.get_secret_value():
+            return self.fingerprint_key.get_secret_value().encode()
+        if self.mode == "production":
+            raise ParamsError("production mode needs ANONSTREAM_FINGERPRINT_KEY", reason="missing-setting")
+        path = self.data_dir / "fingerprint.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip().encode()
+
+    def window_key_for(self, station: str) -> str:
+        if self.window_by == "station":
+            return f"station:{station}"
+        if self.window_by == "region":
+            return f"region:{self.regions.get(station, 'unassigned')}"
+        return "global"
+
+    def with_updates(self, **values: Any) -> Settings:
+        """A copy with some fields replaced (validated again)."""
+        data = self.model_dump()
+        for name in SECRET_FIELDS:
+            secret = getattr(self, name)
+            data[name] = secret.get_secret_value() if secret is not None else None
+        data.update(values)
+        return Settings.model_validate(data)
+
+    def env(self) -> dict[str, str]:
+        """These settings as ``ANONSTREAM_*`` environment variables (for worker subprocesses)."""
+        import json
+
+        out: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            elif isinstance(value, dict | list | tuple):
+                value = json.dumps(list(value) if isinstance(value, tuple) else value)
+            out[f"{ENV_PREFIX}{name.upper()}"] = str(value)
+        return out
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with explicit overrides (CLI options) applied on top."""
+    base = Settings()
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    return base.with_updates(**clean) if clean else base
