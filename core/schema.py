@@ -180,8 +180,18 @@ class SensitiveSpec(_Strict):
         return v
 
 
+class InputFormat(_Strict):
+    """How to read a file of this dataset (used by the CLI readers, not by the core)."""
+
+    columns: tuple[str, ...] | None = None  # names for a file without a header row
+    separator: str | None = None
+    missing: tuple[str, ...] = ()  # values that mean "missing"
+    drop_missing: bool = False  # drop rows with a missing value in a used column (and say how many)
+
+
 class DatasetSpec(_Strict):
     name: str = "dataset"
+    input: InputFormat = InputFormat()
     identifiers: tuple[str, ...] = ()
     qi: tuple[QISpec, ...] = Field(min_length=1)
     sensitive: SensitiveSpec | None = None

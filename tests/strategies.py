@@ -32,8 +32,11 @@ def small_schema(with_sensitive: bool = True) -> Schema:
 
 @st.composite
 def small_tables(draw, min_rows: int = 8, max_rows: int = 60) -> pd.DataFrame:
-    n = draw(st.integers(min_rows, max_rows))
-    seed = draw(st.integers(0, 2**32 - 1))
+    return make_table(draw(st.integers(0, 2**32 - 1)), draw(st.integers(min_rows, max_rows)))
+
+
+def make_table(seed: int, n: int) -> pd.DataFrame:
+    """A random table of ``n`` rows matching :func:`small_schema` (deterministic per seed)."""
     rng = np.random.default_rng(seed)
     colors = [c for group in COLORS.values() for c in group]
     shapes = [s for group in SHAPES.values() for s in group]

@@ -84,6 +84,8 @@ class Engine(ABC):
     summary: ClassVar[str]
     paper: ClassVar[str] = ""
     Params: ClassVar[type[EngineParams]] = EngineParams
+    models: ClassVar[tuple[str, ...]] = ("k", "l", "t")
+    """Privacy models the engine enforces; asking for another one must raise ParamsError."""
 
     @abstractmethod
     def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
@@ -98,6 +100,17 @@ def require_rows(batch: EncodedBatch, k: int, what: str = "k") -> None:
             f"{what}={k} exceeds the number of rows ({batch.n}); {k - batch.n} more row(s) needed",
             reason="batch-too-small",
         )
+
+
+def require_models(engine: Engine, params: EngineParams) -> None:
+    """Reject parameters for privacy models the engine does not enforce."""
+    from core.errors import ParamsError
+
+    asked = [m for m, on in (("l", params.l is not None and params.l > 1), ("t", params.t is not None)) if on]
+    missing = [m for m in asked if m not in engine.models]
+    if missing:
+        raise ParamsError(f"engine '{engine.name}' enforces {', '.join(engine.models)} only; "
+                          f"it cannot guarantee {', '.join(missing)}")
 
 
 def require_sensitive(batch: EncodedBatch, params: EngineParams) -> None:

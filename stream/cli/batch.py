@@ -14,7 +14,7 @@ from core.engines.registry import describe, engine_names, get_engine, make_param
 from core.verify import verify_release
 from stream.cli.progress import ProgressPrinter
 from stream.io.specs import load_schema
-from stream.io.tables import read_table
+from stream.io.tables import read_for_spec
 
 ANONYMIZE_HELP = """\
 Anonymize a CSV (or .jsonl) file with one engine and verify the result independently.
@@ -42,7 +42,7 @@ def _value(text: str) -> object:
 def cmd_anonymize(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     schema = load_schema(args.spec)
-    frame = read_table(args.input)
+    frame = read_for_spec(args.input, schema.spec)
     engine = get_engine(args.engine)
     values: dict[str, object] = {"k": args.k, "l": args.l, "max_suppression": args.max_suppression}
     for item in args.param or []:

@@ -12,6 +12,7 @@ from core.errors import AnonymizationError
 # Each module exposes ``register(subparsers)``; handlers are stored with ``set_defaults(func=...)``.
 COMMAND_MODULES = [
     "stream.cli.batch",
+    "stream.cli.front",
 ]
 
 DESCRIPTION = """\

@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pandas as pd
 
 from core.errors import InputDataError
+from core.schema import DatasetSpec
+
+log = logging.getLogger(__name__)
 
 
-def read_table(path: str | Path, sep: str | None = None) -> pd.DataFrame:
+def read_for_spec(path: str | Path, spec: DatasetSpec) -> pd.DataFrame:
+    """Read a table as the spec's ``[input]`` section says (header names, separator, missing values)."""
+    fmt = spec.input
+    df = read_table(path, fmt.separator, fmt.columns)
+    if fmt.missing:
+        df = df.replace(list(fmt.missing), pd.NA)
+    if fmt.drop_missing:
+        used = [c for c in spec.used_columns() if c in df.columns]
+        before = len(df)
+        df = df.dropna(subset=used)
+        if len(df) < before:
+            log.info("dropped %d of %d rows with missing values", before - len(df), before)
+        if df.empty:
+            raise InputDataError(f"input is empty after dropping rows with missing values: {path}",
+                                 reason="empty-input")
+    return df
+
+
+def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Read a CSV (separator sniffed: ``,`` or ``;``) or a ``.jsonl`` file; all values as strings."""
     p = Path(path)
     if not p.exists():
@@ -24,7 +46,8 @@ def read_table(path: str | Path, sep: str | None = None) -> pd.DataFrame:
             head = fh.readline()
         sep = ";" if head.count(";") > head.count(",") else ","
     try:
-        df = pd.read_csv(p, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False)
+        df = pd.read_csv(p, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False,
+                         header=None if columns else "infer", names=list(columns) if columns else None)
     except pd.errors.EmptyDataError:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input") from None
     if df.empty:
