@@ -83,26 +83,28 @@ def save_front_png(path: str | Path, objectives: list[str], values: np.ndarray, 
     import matplotlib.pyplot as plt
 
     r = len(objectives)
+    dims = list(range(min(r, 3)))
+    both = values if reference is None or not len(reference) else np.vstack([values, reference])
+    logs = [bool(both[:, j].min() > 0 and both[:, j].max() / both[:, j].min() > 100) for j in dims]
+    labels = [f"log10 {objectives[j]}" if lg else objectives[j] for j, lg in zip(dims, logs, strict=True)]
+
+    def pts(v: np.ndarray) -> list[np.ndarray]:
+        cols = [np.log10(v[:, j]) if lg else v[:, j] for j, lg in zip(dims, logs, strict=True)]
+        return cols if r > 1 else [cols[0], np.zeros(len(v))]
+
     fig = plt.figure(figsize=(6.4, 4.8))
     three = r >= 3
     ax = fig.add_subplot(projection="3d") if three else fig.add_subplot()
-    dims = list(range(min(r, 3))) if r > 1 else [0]
-
-    def pts(v: np.ndarray) -> list[np.ndarray]:
-        return [v[:, j] for j in dims] if r > 1 else [v[:, 0], np.zeros(len(v))]
-
     if reference is not None and len(reference):
         ax.scatter(*pts(reference), s=40, facecolors="none", edgecolors="grey", label="exhaustive front")
     ax.scatter(*pts(values), s=14, c="tab:blue", label="PBG-EA archive")
     if selected is not None:
         ax.scatter(*pts(values[[selected]]), s=90, marker="*", c="tab:red", label="selected")
-    ax.set_xlabel(objectives[0])
+    ax.set_xlabel(labels[0])
     if r > 1:
-        ax.set_ylabel(objectives[1])
+        ax.set_ylabel(labels[1])
     if three:
-        ax.set_zlabel(objectives[2])
-    if any(o in ("S_k", "S_l") for o in objectives[:2]) or (values[:, 0].max(initial=0) > 1e4 and not three):
-        ax.ticklabel_format(style="sci", scilimits=(0, 3), axis="both")
+        ax.set_zlabel(labels[2])
     ax.set_title(title or " vs ".join(objectives))
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()

@@ -20,7 +20,8 @@ Quality indices (one number per node; higher is better for privacy, lower for th
 * ``GLM`` = Iyengar's general loss metric as a sum over tuples and attributes (paper scale: the
   paper's discretizations of 100..10,000 only make sense for a sum): GLM = n * d * LM, where LM is
   the project's weighted loss metric (``core.metrics.loss_metric``; equal weights give exactly the
-  sum of per-value losses); a suppressed tuple costs 1 on every attribute;
+  sum of per-value losses); a suppressed tuple costs 1 on every attribute. GLM is rounded to 1e-6
+  so that equal losses summed in a different order compare equal;
 * ``CM`` = Iyengar's classification metric as a count: released tuples whose class label is not
   the majority label of their class, plus every suppressed tuple (CM * n in the usual scale).
 
@@ -76,9 +77,7 @@ class Indices:
     def value(self, name: str) -> float:
         v = getattr(self, name)
         if v is None:
-            raise ParamsError(f"quality index '{name}' is unavailable: "
-                              + ("the spec has no sensitive attribute" if name in ("l", "S_l")
-                                 else "no class attribute was given for CM"))
+            raise unavailable(name)
         return float(v)
 
     def vector(self, names: tuple[str, ...]) -> np.ndarray:
@@ -86,6 +85,11 @@ class Indices:
 
     def as_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def unavailable(name: str) -> ParamsError:
+    why = "the spec has no sensitive attribute" if name in ("l", "S_l") else "no class_attribute was given for CM"
+    return ParamsError(f"quality index '{name}' is unavailable: {why}")
 
 
 def eta_rows(n: int, fraction: float) -> int:
@@ -180,7 +184,7 @@ class PropertyEvaluator:
                 rc += self.cost[a][lv][rows]
             extra = float(self.counts[rows] @ (1.0 - rc))
         out: dict[str, object] = {"levels": node, "k": k, "S_k": int((ks * ks).sum()),
-                                  "GLM": self.d * (gen + extra), "suppressed": suppressed, "classes": len(ks)}
+                                  "GLM": round(self.d * (gen + extra), 6), "suppressed": suppressed, "classes": len(ks)}
         if self.sens is not None:
             joint = np.bincount(cls * self.n_sens + self.sens, weights=self.counts,
                                 minlength=len(sizes) * self.n_sens).reshape(len(sizes), self.n_sens)[kept_cls]
@@ -189,5 +193,5 @@ class PropertyEvaluator:
         if self.labels is not None:
             tab = np.stack([np.bincount(cls, weights=self.labels[:, j], minlength=len(sizes))
                             for j in range(self.labels.shape[1])], axis=1)[kept_cls]
-            out["CM"] = int(round(float(tab.sum() - tab.max(axis=1).sum()))) + suppressed
+            out["CM"] = int(np.rint(tab.sum() - tab.max(axis=1).sum())) + suppressed
         return Indices(**out)  # type: ignore[arg-type]
