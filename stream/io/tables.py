@@ -39,7 +39,7 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
     if p.stat().st_size == 0:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     if p.suffix in {".jsonl", ".ndjson"}:
-        df = pd.read_json(p, lines=True, dtype=False)
+        df = pd.read_json(p, lines=True, dtype=False, convert_dates=False)
         return df.astype({c: str for c in df.columns if df[c].dtype == object})
     if sep is None:
         with p.open(encoding="utf-8") as fh:

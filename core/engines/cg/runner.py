@@ -1,0 +1,133 @@
+"""Shared entry point of both CG engines: checks, setup of the normalised objective, search, release."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from core.encoding import EncodedBatch
+from core.engines.base import Engine, Progress, Release, require_models
+from core.engines.cg.params import (
+    CGDiverseParams,
+    CGParams,
+    cap_of,
+    effective_weights,
+    k_min_of,
+    require_batch,
+    severities,
+)
+from core.engines.cg.problem import build_problem
+from core.engines.cg.release import build_release
+from core.engines.cg.search import run_search
+from core.engines.cg.state import DIVERSE, KANON, Setup
+from core.errors import InfeasibleError
+from core.privacy import PrivacyRequirement
+
+EPS = 0.01  # weight of the tie-breaking sum in max(pr, lm) + EPS * (pr + lm)
+SKIP_FORBIDDEN = 1e3  # CG-Kanon: suppressing a row is only chosen when no segmentation exists
+
+
+def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int, kmin: int, cap: int,
+               params: CGParams) -> tuple[Setup, dict[str, float]]:
+    total = float(row_sev.sum())
+    info: dict[str, float] = {}
+    if mode == KANON:
+        span = total * (1.0 / kmin - 1.0 / cap)
+        pr_scale = 1.0 / span if span > 0 else 0.0
+        pr_offset, lmin, ltarget = 0.0, 1, 1.0
+        skip = np.full(n, SKIP_FORBIDDEN)
+        skip_lm = skip_pr = skip
+    else:
+        assert isinstance(params, CGDiverseParams)
+        lmin = params.l
+        asd = total / n
+        present = len(np.unique(sens))
+        ltarget = float(min(max(asd, lmin + 1), present))
+        f_lo = 1.0 / ltarget
+        f_hi = 1.0 / lmin if ltarget > lmin else 1.0
+        pr_scale = 1.0 / (total * (f_hi - f_lo))
+        pr_offset = f_lo / (f_hi - f_lo)
+        freq = np.bincount(sens, minlength=m) / n
+        skip_lm = np.full(n, 1.0 / n)
+        skip_pr = row_sev * freq[sens] * pr_scale
+        info = {"asd": asd, "l_target": ltarget, "distinct_offences": present}
+    setup = Setup(mode=mode, kmin=kmin, cap=cap, lmin=lmin, ase_rule=bool(getattr(params, "ase_rule", False)),
+                  ltarget=float(math.floor(ltarget)), lm_scale=1.0 / n, pr_scale=pr_scale, pr_offset=pr_offset,
+                  eps=EPS, skip_lm=skip_lm, skip_pr=skip_pr)
+    return setup, info
+
+
+def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParams, rng: np.random.Generator,
+                 progress: Progress) -> Release:
+    started = time.perf_counter()
+    require_models(engine, params)
+    row_sev = severities(batch, engine.name)
+    kmin, smin = k_min_of(params.k, row_sev)
+    require_batch(batch, kmin, params.k, smin)
+    cap = cap_of(kmin, params.cap_factor)
+    sens = np.asarray(batch.sensitive_codes, np.int64)
+    lmin = params.l if mode == DIVERSE else None
+    if mode == DIVERSE:
+        present = len(np.unique(sens))
+        if present < params.l:
+            raise InfeasibleError(f"batch has {present} distinct offence(s) but l={params.l}; no class can be "
+                                  f"{params.l}-diverse", reason="infeasible")
+    weights = effective_weights(batch, params.weights)
+    problem = build_problem(batch, weights, row_sev)
+    setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
+    progress(0.05, f"k_min={kmin}, cap={cap}")
+    result = run_search(problem, setup, params, rng, started, progress)
+    state = result.state
+    allowed = int(np.floor(params.max_suppression * batch.n + 1e-9))
+    if state.suppressed > allowed:
+        raise InfeasibleError(
+            f"class-size cap {cap} cannot hold every row in classes of {kmin}..{cap}: {state.suppressed} rows "
+            f"would be suppressed but max_suppression={params.max_suppression} allows {allowed}; raise "
+            "cap_factor (>= 2 never suppresses) or max_suppression", reason="infeasible")
+    requirement = PrivacyRequirement(k=kmin, l=lmin, l_kind="distinct", max_suppression=params.max_suppression)
+    curve = result.curve
+    diagnostics = {
+        "k_cons": params.k, "k_min": kmin, "min_severity": smin, "cap": cap, "l_min": lmin,
+        "weights": dict(zip(batch.schema.qi_names, [float(w) for w in weights], strict=True)),
+        "loss_curve": [(c[0], c[1]) for c in curve],
+        "curve": [list(c) for c in curve],
+        "start_objective": curve[0][1], "final_objective": curve[-1][1],
+        "reduction_from_start": 1.0 - curve[-1][1] / curve[0][1] if curve[0][1] > 0 else 0.0,
+        "regular_classes": state.C, "top_class_size": state.top_size, "suppressed": state.suppressed,
+        **info, **result.info,
+    }
+    progress(1.0, f"objective {state.objective():.4f}")
+    return build_release(engine.name, batch, problem, state, params, requirement, weights, started, diagnostics)
+
+
+def warm_up() -> float:
+    """Load (or, on a fresh install, compile) the numba kernels on a tiny batch; returns seconds.
+
+    The first CG run in a process otherwise pays this inside its time budget: about 0.5 s to load
+    cached kernels, several seconds to compile them once after an install or upgrade. Services can
+    call this at start-up.
+    """
+    import pandas as pd
+
+    from core.encoding import Schema, encode
+    from core.engines.cg_diverse import CGDiverseEngine
+    from core.engines.cg_kanon import CGKanonEngine
+    from core.schema import parse_spec
+
+    started = time.perf_counter()
+    spec = parse_spec({
+        "name": "warm-up",
+        "qi": [{"name": "age", "type": "numeric", "hierarchy": {"widths": [10, 20], "domain": [0, 100]}},
+               {"name": "area", "type": "categorical", "hierarchy": {"tree": {"N": ["a", "b"], "S": ["c", "d"]}}}],
+        "sensitive": {"name": "offence", "severity": {"x": 1, "y": 2, "z": 3}},
+    })
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"age": rng.integers(0, 100, 40), "area": rng.choice(list("abcd"), 40),
+                          "offence": rng.choice(list("xyz"), 40)})
+    batch = encode(frame, Schema.from_spec(spec))
+    for eng in (CGKanonEngine(), CGDiverseEngine()):
+        eng.anonymize(batch, eng.Params(k=2, l=2) if isinstance(eng, CGDiverseEngine) else eng.Params(k=2),
+                      np.random.default_rng(0))
+    return time.perf_counter() - started
