@@ -30,6 +30,7 @@ from pydantic import Field
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
 from core.engines.fulldomain import no_solution, release_from_node
+from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 
 
@@ -46,12 +47,16 @@ class NodeSet:
         self.upward = upward
 
     def covers(self, node: tuple[int, ...]) -> bool:
+        return self.cover(node) is not None
+
+    def cover(self, node: tuple[int, ...]) -> np.ndarray | None:
+        """A member that dominates ``node`` (above it, or below it if ``upward``), or None."""
         if not len(self.nodes):
-            return False
+            return None
         v = np.asarray(node)
-        if self.upward:  # node is above some member
-            return bool((self.nodes <= v).all(axis=1).any())
-        return bool((self.nodes >= v).all(axis=1).any())  # node is below some member
+        hits = (self.nodes <= v).all(axis=1) if self.upward else (self.nodes >= v).all(axis=1)
+        idx = np.flatnonzero(hits)
+        return self.nodes[idx[0]] if len(idx) else None
 
     def add(self, node: tuple[int, ...]) -> None:
         v = np.asarray(node)
@@ -141,12 +146,20 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
         if best is not None and bound >= best.loss - 1e-12:
             break
         popped += 1
-        for succ in lattice.successors(node):
+        above = infeasible.cover(node)
+        if above is not None:
+            # Every node between ``node`` and ``above`` is infeasible: jump past it. Any node >= node
+            # that is not <= above exceeds it in some QI a, so it is >= one of these jump nodes.
+            skipped += 1
+            nexts = [(*node[:a], int(above[a]) + 1, *node[a + 1 :]) for a in range(lattice.d)
+                     if above[a] < lattice.heights[a]]
+        else:
+            nexts = list(lattice.successors(node))
+        for succ in nexts:
             if succ not in seen:
                 seen.add(succ)
                 heapq.heappush(heap, (evaluator.bound(succ), succ))
-        if infeasible.covers(node):
-            skipped += 1
+        if above is not None:
             continue
         if clean.covers(node):
             exact += 1
@@ -162,6 +175,10 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             best = res
         if popped % 256 == 0:
             progress(min(popped / max(lattice.size, 1), 0.99), f"{popped} nodes, best loss {best.loss:.4f}")
+    if heap and popped >= max_nodes and (best is None or heap[0][0] < best.loss - 1e-12):
+        raise InfeasibleError(
+            f"search stopped after max_nodes={max_nodes} nodes without proving the optimum; raise max_nodes "
+            "or use the 'kgen' engine for wide data", reason="search-limit")
     if best is not None and best.classes == 0:
         best = evaluator.evaluate(best.levels)
     return best, {"popped": popped, "skipped_infeasible": skipped, "exact_without_eval": exact,
