@@ -19,6 +19,8 @@ Progress = Callable[[float, str], None]
 """Progress callback: fraction done in [0, 1] and a short message. Engines call it on long work."""
 
 VerificationMode = Literal["classes", "k-regular"]
+PRIVATE_DIAGNOSTICS = frozenset({"matching"})
+"""Diagnostics that link released rows to input rows; never reported or published."""
 
 
 def no_progress(_done: float, _message: str) -> None:
@@ -70,10 +72,13 @@ class Release:
         return len(self.rows)
 
     def summary(self) -> dict[str, Any]:
+        """Report of the release. The heterogeneous ``matching`` (true-match structure) is left out:
+        it must never leave the process with the rows."""
+        diagnostics = {k: v for k, v in self.diagnostics.items() if k not in PRIVATE_DIAGNOSTICS}
         return {
             "engine": self.engine, "params": self.params, "released": self.released,
             "suppressed": len(self.suppressed), "privacy": self.privacy, "metrics": self.metrics,
-            "runtime_s": round(self.runtime_s, 4), "diagnostics": self.diagnostics,
+            "runtime_s": round(self.runtime_s, 4), "diagnostics": diagnostics,
         }
 
 

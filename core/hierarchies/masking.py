@@ -35,6 +35,8 @@ class MaskHierarchy(Hierarchy):
 
     def covers(self, label: str, value: object) -> bool:
         v = str(value).strip()
+        if label.startswith("{") and label.endswith("}"):
+            return v in {x.strip() for x in label[1:-1].split(",")}
         if set(label) == {self.char}:
             return True
         keep = label.rstrip(self.char)

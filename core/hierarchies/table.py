@@ -93,6 +93,8 @@ class TableHierarchy(Hierarchy):
         )
 
     def covers(self, label: str, value: object) -> bool:
+        if label.startswith("{") and label.endswith("}"):  # a value set (heterogeneous engines)
+            return str(value).strip() in {v.strip() for v in label[1:-1].split(",")}
         pos = self.leaf_index.get_indexer([str(value).strip()])[0]
         if pos < 0:
             return label == TOP

@@ -76,3 +76,9 @@ def test_tree_pads_shallow_leaves():
     h = tree_hierarchy("crime", {"Violent": {"Homicide": ["Murder"]}, "Property": ["Theft"]})
     enc = h.encode(pd.Series(["Murder", "Theft"]))
     assert [enc.labels[lv][enc.at(lv)[1]] for lv in range(enc.height + 1)] == ["Theft", "Theft", "Property", "*"]
+
+
+def test_set_labels_are_covered_by_membership():
+    h = TableHierarchy("x", parse_arx_csv(ARX))
+    assert h.covers("{a,c}", "a") and not h.covers("{a,c}", "b")
+    assert MaskHierarchy("pc").covers("{80015, 80016}", "80016")

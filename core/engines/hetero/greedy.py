@@ -1,0 +1,169 @@
+"""numba kernels of the two homogeneous clustering heuristics (k-member and l-greedy).
+
+Both grow one cluster at a time and add, among the candidate records, the one that minimizes the
+cluster's NCP after the addition (ILS paper eq. 1-3, set-based for nominal QIs): the cost of adding
+``x`` is O(d) given the cluster's per-QI min / max and its per-value presence flags. Records left
+over when fewer than ``k`` remain join the cluster whose total information loss
+|c| * NCP(c) grows least (Byun et al.'s last step). Ties go to the first candidate scanned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def _add_cost(x, xn, xc, lo, hi, present, ndist, inv_range, cat_den, offs):  # pragma: no cover
+    """NCP sum of a cluster (given by lo / hi / present / ndist) after adding record ``x``."""
+    cost = 0.0
+    for j in range(xn.shape[1]):
+        v = xn[x, j]
+        cost += (max(hi[j], v) - min(lo[j], v)) * inv_range[j]
+    for j in range(xc.shape[1]):
+        nd = ndist[j] + (0 if present[offs[j] + xc[x, j]] else 1)
+        cost += (nd - 1) * cat_den[j]
+    return cost
+
+
+@njit(cache=True, inline="always")
+def _add(x, xn, xc, lo, hi, present, ndist, offs):  # pragma: no cover
+    for j in range(xn.shape[1]):
+        v = xn[x, j]
+        lo[j] = min(lo[j], v)
+        hi[j] = max(hi[j], v)
+    for j in range(xc.shape[1]):
+        p = offs[j] + xc[x, j]
+        if not present[p]:
+            present[p] = True
+            ndist[j] += 1
+
+
+@njit(cache=True)
+def _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs):  # pragma: no cover
+    """Put every unassigned record into the cluster whose |c| * NCP(c) grows least."""
+    for x in range(xn.shape[0]):
+        if cls[x] >= 0:
+            continue
+        best, best_inc = -1, np.inf
+        for c in range(ncl):
+            before = 0.0
+            for j in range(xn.shape[1]):
+                before += (hi[c, j] - lo[c, j]) * inv_range[j]
+            for j in range(xc.shape[1]):
+                before += (ndist[c, j] - 1) * cat_den[j]
+            after = _add_cost(x, xn, xc, lo[c], hi[c], present[c], ndist[c], inv_range, cat_den, offs)
+            inc = (size[c] + 1) * after - size[c] * before
+            if inc < best_inc:
+                best_inc, best = inc, c
+        _add(x, xn, xc, lo[best], hi[best], present[best], ndist[best], offs)
+        size[best] += 1
+        cls[x] = best
+
+
+def _alloc(n, k, xn, xc, offs):
+    m = max(n // k, 1)
+    return (np.full((m, xn.shape[1]), np.inf), np.full((m, xn.shape[1]), -np.inf),
+            np.zeros((m, int(offs[-1])), dtype=np.bool_), np.zeros((m, xc.shape[1]), dtype=np.int64),
+            np.zeros(m, dtype=np.int64))
+
+
+@njit(cache=True)
+def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, first, lo, hi, present, ndist, size):  # pragma: no cover
+    """Greedy k-member clustering (Byun et al. 2007); returns the cluster id per record.
+
+    The seed of each cluster is the remaining record furthest from the last record used (the first
+    time: from the random record ``first``); the distance of two records is the NCP sum of the
+    pair. Then k - 1 times the remaining record with the least NCP(cluster + record) is added.
+    """
+    n = xn.shape[0]
+    rem = np.arange(n)
+    nrem = n
+    cls = np.full(n, -1, dtype=np.int64)
+    r = first
+    ncl = 0
+    while nrem >= k:
+        far, far_d, far_t = -1, -1.0, -1
+        for t in range(nrem):
+            x = rem[t]
+            dist = 0.0
+            for j in range(xn.shape[1]):
+                dist += abs(xn[x, j] - xn[r, j]) * inv_range[j]
+            for j in range(xc.shape[1]):
+                if xc[x, j] != xc[r, j]:
+                    dist += cat_den[j]
+            if dist > far_d:
+                far, far_d, far_t = x, dist, t
+        r = far
+        nrem -= 1
+        rem[far_t] = rem[nrem]
+        _add(r, xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], offs)
+        cls[r] = ncl
+        for _ in range(k - 1):
+            best, best_c, best_t = -1, np.inf, -1
+            for t in range(nrem):
+                c = _add_cost(rem[t], xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], inv_range, cat_den, offs)
+                if c < best_c:
+                    best, best_c, best_t = rem[t], c, t
+            r = best
+            nrem -= 1
+            rem[best_t] = rem[nrem]
+            _add(r, xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], offs)
+            cls[r] = ncl
+        size[ncl] = k
+        ncl += 1
+    _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
+    return cls
+
+
+@njit(cache=True)
+def lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window,  # pragma: no cover
+                   lo, hi, present, ndist, size):
+    """Sorting-based greedy clustering (l-greedy, after Liang & Samavi 2020).
+
+    Records are visited in ``order``; each cluster is seeded by the first unassigned record and
+    completed k - 1 times by the unassigned record (among the next ``window`` unassigned ones in
+    ``order``; 0 = all of them) with the least NCP(cluster + record), ties to the earliest in order.
+    """
+    n = xn.shape[0]
+    cls = np.full(n, -1, dtype=np.int64)
+    nrem = n
+    ptr = 0
+    ncl = 0
+    limit = window if window > 0 else n
+    while nrem >= k:
+        while cls[order[ptr]] >= 0:
+            ptr += 1
+        r = order[ptr]
+        _add(r, xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], offs)
+        cls[r] = ncl
+        nrem -= 1
+        for _ in range(k - 1):
+            best, best_c, seen = -1, np.inf, 0
+            t = ptr + 1
+            while t < n and seen < limit:
+                x = order[t]
+                t += 1
+                if cls[x] >= 0:
+                    continue
+                seen += 1
+                c = _add_cost(x, xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], inv_range, cat_den, offs)
+                if c < best_c:
+                    best, best_c = x, c
+            _add(best, xn, xc, lo[ncl], hi[ncl], present[ncl], ndist[ncl], offs)
+            cls[best] = ncl
+            nrem -= 1
+        size[ncl] = k
+        ncl += 1
+    _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
+    return cls
+
+
+def kmember_clusters(xn, xc, inv_range, cat_den, offs, k: int, first: int) -> np.ndarray:
+    bufs = _alloc(xn.shape[0], k, xn, xc, offs)
+    return kmember_kernel(xn, xc, inv_range, cat_den, offs, k, first, *bufs)
+
+
+def lgreedy_clusters(xn, xc, inv_range, cat_den, offs, k: int, order: np.ndarray, window: int) -> np.ndarray:
+    bufs = _alloc(xn.shape[0], k, xn, xc, offs)
+    return lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window, *bufs)
