@@ -1,0 +1,14 @@
+"""The release ledger: SQLAlchemy 2 models, a unit of work, and the pool / release repositories.
+
+The database (PostgreSQL in production, SQLite embedded) is the source of truth of the service; the
+broker is at-least-once and keeps no durable state that matters.
+"""
+
+from db.ledger import IncomingReport, IngestResult, PoolRepository, Rejection, WindowPolicy, due_windows
+from db.models import Base, metadata
+from db.releases import Candidate, ReleaseConflict, ReleaseRepository, StoredRelease
+from db.session import Database, make_engine
+
+__all__ = ["Base", "Candidate", "Database", "IncomingReport", "IngestResult", "PoolRepository", "Rejection",
+           "ReleaseConflict", "ReleaseRepository", "StoredRelease", "WindowPolicy", "due_windows", "make_engine",
+           "metadata"]

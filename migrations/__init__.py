@@ -1,0 +1,58 @@
+"""Alembic migrations of the ledger, run by ``anonstream migrate`` or the worker's start-up step.
+
+Nothing here runs at import. :func:`upgrade`, :func:`downgrade` and :func:`check` build an Alembic
+config pointing at this package; ``env.py`` takes the metadata from :mod:`db` and the URL from the
+config (set here) or else from :class:`stream.settings.Settings`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def config(url: str | None = None):  # -> alembic.config.Config
+    from alembic.config import Config
+
+    cfg = Config(str(HERE / "alembic.ini"))
+    cfg.set_main_option("script_location", str(HERE))
+    if url:
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(config(url), revision)
+
+
+def downgrade(url: str | None = None, revision: str = "base") -> None:
+    from alembic import command
+
+    command.downgrade(config(url), revision)
+
+
+def check(url: str | None = None) -> None:
+    """Raise if the models and the migrated schema differ (``alembic check``)."""
+    from alembic import command
+
+    command.check(config(url))
+
+
+def current(url: str | None = None) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine
+
+    engine = create_engine(url or _settings_url())
+    with engine.connect() as conn:
+        rev = MigrationContext.configure(conn).get_current_revision()
+    engine.dispose()
+    return rev
+
+
+def _settings_url() -> str:
+    from stream.settings import Settings
+
+    return Settings().db_url()

@@ -20,7 +20,14 @@ _ENGINES: dict[str, str] = {
     "exhaustive": "core.engines.exhaustive:ExhaustiveEngine",
     "datafly": "core.engines.datafly:DataflyEngine",
     "random": "core.engines.random_search:RandomSearchEngine",
+    "kgen": "core.engines.kgen:KgenEngine",
     "mondrian": "core.engines.mondrian:MondrianEngine",
+    "kmember": "core.engines.kmember:KMemberEngine",
+    "lgreedy": "core.engines.lgreedy:LGreedyEngine",
+    "ils": "core.engines.ils:ILSEngine",
+    "pbg-ea": "core.engines.pbg_ea:PBGEAEngine",
+    "cg-kanon": "core.engines.cg_kanon:CGKanonEngine",
+    "cg-diverse": "core.engines.cg_diverse:CGDiverseEngine",
 }
 
 

@@ -13,6 +13,10 @@ from core.errors import AnonymizationError
 COMMAND_MODULES = [
     "stream.cli.batch",
     "stream.cli.front",
+    "stream.cli.service",
+    "stream.cli.stations",
+    "stream.cli.console",
+    "stream.cli.generate",
 ]
 
 DESCRIPTION = """\

@@ -1,0 +1,237 @@
+"""Benchmark: the streaming pipeline end to end, against a pass-through faust agent on the same broker.
+
+Setup: 5 stations x 10,000 generated crime reports (one day each; the 10,000 cap closes each
+station's window on size), the embedded broker (tansu) and a throwaway PostgreSQL cluster (started
+like the tests do), engine = the service default (``cg-kanon``, k=5).
+
+Measures
+  * throughput (reports/s) from the first push to the last manifest received by a consumer, with one
+    and with two worker processes (target: one worker >= 80 % of the pass-through agent; two workers
+    >= 1.6 x one worker);
+  * latency from window close (the worker's claim of the window) to its manifest at the consumer,
+    per window (target <= 5 s for a 10,000-report CG-Kanon window);
+  * peak memory (VmHWM) of each worker process;
+  * the ceiling: a faust agent forwarding every message of the same 50,000 reports to another topic,
+    timed the same way (first push to last forwarded message).
+
+    .venv/bin/python bench/pipeline.py [--quick]
+
+Writes bench/results/pipeline.json and prints a table. The machine has 2 cores shared with other
+jobs: wall-clock figures are noisy, and two workers compete with the broker, PostgreSQL and the
+producer for those 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from db.status import workers as worker_rows  # noqa: E402
+from stream.broker import EmbeddedBroker, ensure_topics, free_port  # noqa: E402
+from stream.producer import make_producer  # noqa: E402
+from stream.runtime import quiet_clients, stop_process  # noqa: E402
+from stream.simulate import generate_day  # noqa: E402
+from tests.fixtures.services import PostgresServer  # noqa: E402
+from tests.stream.harness import Scenario  # noqa: E402
+from tests.stream.reports import DAY  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+
+
+def peak_memory_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes]]) -> float:
+    producer = make_producer(bootstrap)
+    started = time.time()
+    for key, value in payloads:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+    return started
+
+
+def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, payloads: list[tuple[bytes, bytes]],
+                 n_workers: int, cap: int) -> dict[str, Any]:
+    sc = Scenario(kafka, pg, workdir, window_max_reports=cap, idle_timeout_s=10.0, take_within_s=0.2,
+                  log_level="warn")
+    sc.settings = sc.settings.with_updates(take_max=2000)
+    try:
+        for _ in range(n_workers):
+            sc.start_worker()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # every worker holds input partitions before we start the clock
+            live = [w for w in worker_rows(sc.db) if w["partitions"]]
+            if len(live) == n_workers and sum(len(w["partitions"]) for w in live) == sc.settings.reports_partitions:
+                break
+            time.sleep(0.3)
+        started = push_all(sc.settings.bootstrap_servers(), sc.settings.topic_reports, payloads)
+        sc.pushed = len(payloads)
+        arrivals: dict[str, float] = {}
+        from stream.consumer import make_consumer
+
+        consumer = make_consumer(sc.settings.bootstrap_servers(), [sc.settings.topic_releases])
+        expected = None
+        limit = time.monotonic() + 600
+        while time.monotonic() < limit:
+            for msgs in consumer.poll(timeout_ms=200).values():
+                for m in msgs:
+                    arrivals.setdefault(json.loads(m.value)["release_id"], time.time())
+            acc = sc.accounting()
+            done = sum(acc.get(k, 0) for k in ("released", "suppressed", "blocked", "dlq", "duplicate", "correction"))
+            if done >= len(payloads) and acc.get("windows_open", 1) == 0 and acc.get("releases_stored", 1) == 0:
+                expected = acc.get("releases_published", 0)
+                if len(arrivals) >= expected:
+                    break
+        consumer.close()
+        memory = [peak_memory_mb(w.pid) for w in sc.workers]
+        with sc.db.read() as s:
+            from sqlalchemy import func, select
+
+            from db.models import PendingReport, Release, Window
+
+            rows = s.execute(select(Release.id, Release.released, Window.claimed_at, Window.close_reason,
+                                    Release.published_at).join(Window, Release.window_id == Window.id)).all()
+            last_ingest = s.execute(select(func.max(PendingReport.received_at))).scalar_one().timestamp()
+        latencies = sorted(arrivals[r.id] - r.claimed_at.timestamp() for r in rows if r.id in arrivals)
+        big = [arrivals[r.id] - r.claimed_at.timestamp() for r in rows if r.id in arrivals and r.released >= cap * 0.9]
+        finished = max(arrivals.values())
+        acc = sc.accounting()
+        return {"workers": n_workers, "reports": len(payloads), "releases": len(rows),
+                "released": acc.get("released", 0), "suppressed": acc.get("suppressed", 0),
+                "seconds": round(finished - started, 2),
+                "ingest_seconds": round(last_ingest - started, 2),
+                "throughput": round(len(payloads) / (finished - started), 1),
+                "latency_s": {"min": round(latencies[0], 2), "median": round(latencies[len(latencies) // 2], 2),
+                              "max": round(latencies[-1], 2)},
+                "latency_full_windows_s": [round(x, 2) for x in sorted(big)],
+                "close_reasons": sorted({r.close_reason for r in rows}),
+                "worker_peak_mb": [round(m, 1) if m else None for m in memory]}
+    finally:
+        sc.close()
+
+
+PASSTHROUGH = '''
+import os, time, faust
+broker, src, dst, n, out, app_id, port = os.environ["PT_ARGS"].split("|")
+n = int(n)
+app = faust.App(app_id, broker=broker, store="memory://", datadir=out + ".d", broker_session_timeout=6,
+                broker_heartbeat_interval=2, consumer_auto_offset_reset="earliest", topic_allow_declare=False,
+                web_port=int(port), web_bind="127.0.0.1", web_host="127.0.0.1")
+source = app.topic(src, key_serializer="raw", value_serializer="raw")
+sink = app.topic(dst, key_serializer="raw", value_serializer="raw")
+seen = 0
+
+@app.agent(source, concurrency=1)
+async def forward(stream):
+    global seen
+    async for event in stream.events():
+        await sink.send(key=event.key, value=event.value)
+        seen += 1
+        if seen == n:
+            await app.producer.flush()
+            open(out, "w").write(str(time.time()))
+
+@app.on_partitions_assigned.connect
+async def assigned(app, assigned, **kw):
+    if any(tp.topic == src for tp in assigned):
+        open(out + ".ready", "w").write("1")
+
+app.main()
+'''
+
+
+def run_passthrough(kafka: EmbeddedBroker, workdir: Path, payloads: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    tag = str(int(time.time()))
+    src, dst = f"pt{tag}.in", f"pt{tag}.out"
+    ensure_topics(kafka.bootstrap, {src: 4, dst: 1})
+    script = workdir / "passthrough.py"
+    script.write_text(PASSTHROUGH)
+    out = workdir / "passthrough.done"
+    args = "|".join([kafka.url, src, dst, str(len(payloads)), str(out), f"passthrough-{tag}", str(free_port())])
+    proc = subprocess.Popen([sys.executable, str(script), "worker", "-l", "warn"],
+                            env={**os.environ, "PT_ARGS": args},
+                            stdout=subprocess.DEVNULL, stderr=(workdir / "passthrough.log").open("wb"), cwd=workdir)
+    try:
+        deadline = time.monotonic() + 120
+        while not Path(str(out) + ".ready").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        started = push_all([kafka.bootstrap], src, payloads)
+        while not out.exists() and time.monotonic() < deadline + 600 and proc.poll() is None:
+            time.sleep(0.2)
+        if not out.exists():
+            raise RuntimeError(f"pass-through agent failed; see {workdir / 'passthrough.log'}")
+        finished = float(out.read_text())
+        return {"reports": len(payloads), "seconds": round(finished - started, 2),
+                "throughput": round(len(payloads) / (finished - started), 1),
+                "peak_mb": round(peak_memory_mb(proc.pid) or 0, 1)}
+    finally:
+        stop_process(proc)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="5 stations x 2,000 reports, one pipeline run")
+    args = parser.parse_args()
+    quiet_clients()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the broker and PostgreSQL
+    per_station = 2_000 if args.quick else 10_000
+    reports = generate_day(5, per_station, seed=1, day=DAY)
+    merged = sorted(((str(r["event_time"]), st, r) for st, rs in reports.items() for r in rs), key=lambda x: x[0])
+    payloads = [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for _, st, r in merged]
+    workdir = Path(tempfile.mkdtemp(prefix="anonstream-bench-"))
+    pg = PostgresServer()
+    kafka = EmbeddedBroker(log_file=workdir / "broker.log").start()
+    results: dict[str, Any] = {"stations": 5, "per_station": per_station, "engine": "cg-kanon (service default)",
+                               "machine": "2 shared cores; noisy"}
+    try:
+        print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
+        results["passthrough"] = run_passthrough(kafka, workdir, payloads)
+        print("pipeline, one worker ...", file=sys.stderr, flush=True)
+        results["one_worker"] = run_pipeline(kafka, pg, workdir / "w1", payloads, 1, per_station)
+        if not args.quick:
+            print("pipeline, two workers ...", file=sys.stderr, flush=True)
+            results["two_workers"] = run_pipeline(kafka, pg, workdir / "w2", payloads, 2, per_station)
+    finally:
+        kafka.stop()
+        pg.stop()
+    one, pt = results["one_worker"], results["passthrough"]
+    results["one_worker_vs_passthrough"] = round(one["throughput"] / pt["throughput"], 3)
+    if "two_workers" in results:
+        results["two_vs_one_worker"] = round(results["two_workers"]["throughput"] / one["throughput"], 3)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "pipeline.json").write_text(json.dumps(results, indent=2))
+    print(f"{'run':<14}{'reports':>9}{'seconds':>9}{'reports/s':>11}{'lat med':>9}{'lat max':>9}{'peak MB':>10}")
+    print(f"{'pass-through':<14}{pt['reports']:>9}{pt['seconds']:>9}{pt['throughput']:>11}{'':>9}{'':>9}"
+          f"{pt['peak_mb']:>10}")
+    for name in ("one_worker", "two_workers"):
+        if name in results:
+            r = results[name]
+            print(f"{name:<14}{r['reports']:>9}{r['seconds']:>9}{r['throughput']:>11}{r['latency_s']['median']:>9}"
+                  f"{r['latency_s']['max']:>9}{max(m or 0 for m in r['worker_peak_mb']):>10}")
+    print(f"one worker / pass-through = {results['one_worker_vs_passthrough']}"
+          + (f"; two / one worker = {results['two_vs_one_worker']}" if "two_vs_one_worker" in results else ""))
+    print(f"full-window latencies (s): {one['latency_full_windows_s']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

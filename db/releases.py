@@ -1,0 +1,222 @@
+"""Release side of the ledger: claiming windows, candidates, the release transaction, publishing state.
+
+Guarantees (enforced by the database, not only by the caller):
+
+* a window is closed by one worker at a time (conditional ``UPDATE ... WHERE state = 'open'``; an
+  abandoned claim expires after ``claim_timeout_s``);
+* the release row, its records, its released fingerprints and the pool/window state changes are
+  written in ONE transaction; the fingerprint is the primary key of ``released_fingerprints``, so a
+  report can never be released twice, and pool rows move ``pending -> released`` only if still
+  pending (otherwise the whole transaction is rolled back and the window is retried);
+* release ids are deterministic, so storing the same release twice is a no-op;
+* publishing is claimed too, and a stored but unpublished release is re-published from
+  ``release_records`` exactly as stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, insert, or_, select, update
+
+from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
+from db.session import Database
+
+
+class ReleaseConflict(Exception):
+    """Some candidate reports were taken by another release meanwhile; recompute the window."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    pool_id: int
+    fingerprint: str
+    person_fp: str | None
+    station_id: str
+    window_id: str
+    data: dict[str, Any]
+
+
+@dataclass
+class StoredRelease:
+    """Everything the release transaction writes."""
+
+    id: str
+    window_id: str
+    window_key: str
+    stations: list[str]
+    engine: str
+    params: dict[str, Any]
+    seed: int
+    k_achieved: int
+    l_achieved: int | None
+    information_loss: float | None
+    metrics: dict[str, Any]
+    verification: dict[str, Any]
+    counts: dict[str, int]
+    checksum: str
+    manifest: dict[str, Any]
+    columns: list[str]
+    rows: list[list[Any]]
+    released_ids: list[int] = field(default_factory=list)
+    suppressed_ids: list[int] = field(default_factory=list)
+    blocked_ids: list[int] = field(default_factory=list)
+    fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
+
+
+def _chunks(ids: list[int], n: int = 5000) -> list[list[int]]:
+    return [ids[i:i + n] for i in range(0, len(ids), n)]
+
+
+class ReleaseRepository:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- windows -----------------------------------------------------------------------------------
+    def claim_window(self, window_id: str, worker: str, now: datetime, timeout_s: float,
+                     reason: str) -> Window | None:
+        stale = now - timedelta(seconds=timeout_s)
+        with self.db.unit() as s:
+            res = s.execute(update(Window).where(
+                Window.id == window_id,
+                or_(Window.state == "open", (Window.state == "closing") & (Window.claimed_at < stale)))
+                .values(state="closing", claimed_by=worker, claimed_at=now, close_reason=reason))
+            if res.rowcount != 1:
+                return None
+            return s.get(Window, window_id)
+
+    def stale_closing(self, now: datetime, timeout_s: float) -> list[str]:
+        stale = now - timedelta(seconds=timeout_s)
+        with self.db.read() as s:
+            return list(s.execute(select(Window.id).where(Window.state == "closing",
+                                                          Window.claimed_at < stale)).scalars())
+
+    def candidates(self, window: Window) -> list[Candidate]:
+        """Pending reports of this window plus those carried over from earlier closed windows of its key."""
+        p = PendingReport
+        with self.db.read() as s:
+            rows = s.execute(
+                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data)
+                .join(Window, p.window_id == Window.id)
+                .where(p.window_key == window.key, p.state == "pending",
+                       or_(p.window_id == window.id, Window.state.in_(("carried", "released", "empty"))))
+                .order_by(p.id)).all()
+        return [Candidate(*r) for r in rows]
+
+    def released_persons(self, person_fps: list[str]) -> set[str]:
+        out: set[str] = set()
+        with self.db.read() as s:
+            for i in range(0, len(person_fps), 500):
+                out.update(s.execute(select(ReleasedFingerprint.person_fp).where(
+                    ReleasedFingerprint.person_fp.in_(person_fps[i:i + 500]))).scalars())
+        return out
+
+    def released_reports(self, fingerprints: list[str]) -> set[str]:
+        out: set[str] = set()
+        with self.db.read() as s:
+            for i in range(0, len(fingerprints), 500):
+                out.update(s.execute(select(ReleasedFingerprint.fingerprint).where(
+                    ReleasedFingerprint.fingerprint.in_(fingerprints[i:i + 500]))).scalars())
+        return out
+
+    def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
+                      blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]
+        """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``."""
+        with self.db.unit() as s:
+            for chunk in _chunks(list(blocked_ids)):
+                s.execute(update(PendingReport).where(PendingReport.id.in_(chunk), PendingReport.state == "pending")
+                          .values(state="blocked"))
+            s.execute(update(Window).where(Window.id == window_id)
+                      .values(state=state, hold_reason=reason, closed_at=now))
+            if state == "held":
+                s.add(AuditEntry(at=now, actor="worker", action="window-held", subject=window_id,
+                                 detail={"reason": reason}))
+
+    # --- the release transaction ------------------------------------------------------------------
+    def store(self, rel: StoredRelease, worker: str, now: datetime) -> bool:
+        """Write the release atomically. Returns False if it was already stored (idempotent)."""
+        with self.db.unit() as s:
+            if s.execute(select(Release.id).where(Release.id == rel.id)).first() is not None:
+                return False
+            c = rel.counts
+            s.execute(insert(Release).values(
+                id=rel.id, window_id=rel.window_id, window_key=rel.window_key, stations=rel.stations,
+                engine=rel.engine, params=rel.params, seed=rel.seed, k_achieved=rel.k_achieved,
+                l_achieved=rel.l_achieved, information_loss=rel.information_loss, metrics=rel.metrics,
+                verification=rel.verification, received=c["received"], released=c["released"],
+                suppressed=c["suppressed"], held_back=c["held_back"], blocked=c.get("blocked", 0),
+                checksum=rel.checksum, manifest=rel.manifest, state="stored", publish_claimed_by=worker,
+                publish_claimed_at=now, created_at=now, publish_count=0))
+            s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
+            if rel.fingerprints:
+                s.execute(insert(ReleasedFingerprint), [
+                    {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "released_at": now}
+                    for fp, pfp in rel.fingerprints])
+            for ids, state in ((rel.released_ids, "released"), (rel.suppressed_ids, "suppressed"),
+                               (rel.blocked_ids, "blocked")):
+                changed = 0
+                for chunk in _chunks(ids):
+                    changed += s.execute(update(PendingReport).where(
+                        PendingReport.id.in_(chunk), PendingReport.state == "pending")
+                        .values(state=state, release_id=rel.id)).rowcount
+                if changed != len(ids):
+                    raise ReleaseConflict(f"{len(ids) - changed} report(s) left the pool meanwhile")
+            s.execute(update(Window).where(Window.id == rel.window_id)
+                      .values(state="released", release_id=rel.id, closed_at=now))
+            s.add(AuditEntry(at=now, actor=worker, action="release-stored", subject=rel.id,
+                             detail={"window": rel.window_id, "counts": c}))
+        return True
+
+    # --- publishing --------------------------------------------------------------------------------
+    def claim_unpublished(self, worker: str, now: datetime, timeout_s: float) -> list[str]:
+        """Stored releases to (re-)publish: this worker's own or abandoned claims."""
+        stale = now - timedelta(seconds=timeout_s)
+        mine = or_(Release.publish_claimed_by == worker, Release.publish_claimed_at < stale,
+                   Release.publish_claimed_by.is_(None))
+        with self.db.read() as s:
+            ids = list(s.execute(select(Release.id).where(Release.state == "stored", mine)
+                                 .order_by(Release.created_at)).scalars())
+        claimed = []
+        if not ids:
+            return claimed
+        with self.db.unit() as s:
+            for rid in ids:
+                res = s.execute(update(Release).where(Release.id == rid, Release.state == "stored", mine)
+                                .values(publish_claimed_by=worker, publish_claimed_at=now))
+                if res.rowcount == 1:
+                    claimed.append(rid)
+        return claimed
+
+    def load(self, release_id: str) -> tuple[dict[str, Any], list[str], list[list[Any]]]:
+        """The stored manifest, columns and rows of a release."""
+        with self.db.read() as s:
+            rel = s.get(Release, release_id)
+            recs = s.get(ReleaseRecords, release_id)
+            if rel is None or recs is None:
+                raise KeyError(release_id)
+            return rel.manifest, list(recs.columns), [list(r) for r in recs.rows]
+
+    def mark_published(self, release_id: str, worker: str, now: datetime) -> None:
+        with self.db.unit() as s:
+            s.execute(update(Release).where(Release.id == release_id).values(
+                state="published", published_at=now, publish_count=Release.publish_count + 1))
+            s.add(AuditEntry(at=now, actor=worker, action="release-published", subject=release_id, detail={}))
+
+    def accounting(self) -> dict[str, int]:
+        """Report counts by fate: pool states, duplicates/corrections and DLQ rejections."""
+        from db.models import Counter
+
+        with self.db.read() as s:
+            out = {state: int(n) for state, n in s.execute(
+                select(PendingReport.state, func.count()).group_by(PendingReport.state)).all()}
+            for kind, n in s.execute(select(Counter.kind, func.sum(Counter.count)).group_by(Counter.kind)).all():
+                out[kind] = int(n or 0)
+            out["releases_stored"] = int(s.execute(select(func.count()).select_from(Release)
+                                                   .where(Release.state == "stored")).scalar_one())
+            out["releases_published"] = int(s.execute(select(func.count()).select_from(Release)
+                                                      .where(Release.state == "published")).scalar_one())
+            out["windows_open"] = int(s.execute(select(func.count()).select_from(Window)
+                                                .where(Window.state.in_(("open", "closing")))).scalar_one())
+        return out

@@ -1,0 +1,125 @@
+"""Station and analyst commands: ``anonstream push`` and ``anonstream consume``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from stream.runtime import broker_settings
+from stream.settings import load_settings
+
+PUSH_HELP = """\
+Validate a station's reports locally and push the valid ones to the reports topic.
+
+Rejected rows are not sent; each is listed with its row number and a one-line reason, and the
+command exits 1 if anything was rejected (0 if everything was sent, 2 on bad usage).
+
+Example:
+  anonstream push reports-2024-03-01.csv --station S1 --broker kafka://127.0.0.1:9092
+"""
+
+CONSUME_HELP = """\
+Follow the releases and anonymized topics and write each COMPLETE release (manifest arrived, record
+count and checksum match) as OUT/<release id>.csv plus its manifest; duplicates are skipped.
+
+Example:
+  anonstream consume --broker kafka://127.0.0.1:9092 --out releases/ --idle 30
+"""
+
+
+def _progress(label: str) -> Any:
+    from stream.cli.progress import ProgressPrinter
+
+    printer = ProgressPrinter(label)
+
+    def show(done: int, total: int) -> None:
+        printer(done / total if total else 0.0, f"{done}/{total} rows")
+
+    return show
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    _quiet(args)
+    from stream.io.specs import load_schema
+    from stream.io.tables import read_table
+    from stream.producer import make_producer, push_reports
+
+    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec))
+    schema = load_schema(settings.spec)
+    frame = read_table(args.input)
+    rows = frame.to_dict("records")
+    producer = make_producer(settings.bootstrap_servers())
+    try:
+        result = push_reports(rows, schema, producer, args.topic or settings.topic_reports, args.station,
+                              progress=_progress(f"push {Path(args.input).name}"), total=len(rows))
+    finally:
+        producer.close()
+    print(f"push: sent {result.sent} report(s), rejected {len(result.rejected)}")
+    if result.rejected:
+        for reason, n in sorted(result.reasons().items()):
+            print(f"  {n:6d} x {reason}")
+        for row, reason, message in result.rejected[: args.show]:
+            print(f"  row {row}: {reason}: {message}", file=sys.stderr)
+        if len(result.rejected) > args.show:
+            print(f"  ... and {len(result.rejected) - args.show} more", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    _quiet(args)
+    from stream.consumer import follow_releases, write_release_csv
+
+    settings = broker_settings(load_settings(broker_url=args.broker))
+    out = Path(args.out)
+    written: list[str] = []
+    started = time.monotonic()
+
+    def on_release(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:
+        path = write_release_csv(out, manifest, records)
+        if path is None:
+            print(f"skip {manifest['release_id']} (already written)", flush=True)
+            return
+        written.append(manifest["release_id"])
+        print(f"release {manifest['release_id']}: {len(records)} records -> {path}", flush=True)
+
+    def stop() -> bool:
+        return (args.max_releases is not None and len(written) >= args.max_releases) or (
+            args.timeout is not None and time.monotonic() - started > args.timeout)
+
+    asm = follow_releases(settings.bootstrap_servers(), settings.topic_releases, settings.topic_anonymized,
+                          on_release, stop, idle_s=args.idle)
+    print(f"consume: {len(written)} release(s) written to {out}; skipped {asm.duplicate_records} duplicate "
+          f"record(s) and {asm.duplicate_manifests} duplicate manifest(s)")
+    return 0
+
+
+def _quiet(args: argparse.Namespace) -> None:
+    from stream.runtime import quiet_clients
+
+    quiet_clients(getattr(args, "verbose", False))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("push", help="validate a station's CSV/JSONL reports and push them",
+                       description=PUSH_HELP, formatter_class=fmt)
+    p.add_argument("input", help="reports as .csv or .jsonl")
+    p.add_argument("--station", required=True, help="station id (fills or must match the station column)")
+    p.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")
+    p.add_argument("--spec", help="dataset spec (default: crime)")
+    p.add_argument("--topic", help="reports topic (default: crime.reports)")
+    p.add_argument("--show", type=int, default=20, help="rejected rows to list (default 20)")
+    p.set_defaults(func=cmd_push)
+
+    c = sub.add_parser("consume", help="write each complete release as CSV (analysts' example)",
+                       description=CONSUME_HELP, formatter_class=fmt)
+    c.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")
+    c.add_argument("--out", default="releases", help="output folder (default ./releases)")
+    c.add_argument("--idle", type=float, default=None, help="stop after this many seconds without messages")
+    c.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    c.add_argument("--max-releases", type=int, default=None, help="stop after writing this many releases")
+    c.set_defaults(func=cmd_consume)

@@ -1,0 +1,91 @@
+"""Operator controls: the only writes the console makes. Each is one transaction that changes a flag
+the ledger models provide and appends an ``audit_log`` entry (who, what, when; no record values).
+
+* :func:`set_paused` sets ``station_controls.paused`` for a station (pause / resume its releases);
+  the worker's orchestrator is expected to skip closing windows of a paused station.
+* :func:`release_held_window` acts on a window in state ``held`` after review. It never publishes
+  anything itself and never bypasses the independent verifier:
+
+  - ``mode="retry"`` (default) re-opens the window (state ``open``, claim and hold reason cleared);
+    it is idle, so the worker closes it again on its next tick, with the current settings (use it
+    after fixing a configuration problem, or after a transient failure);
+  - ``mode="carry"`` marks it ``carried``: its pending reports join the next window of its key
+    (a different sample, and so a different release, useful when a deterministic engine keeps
+    failing on exactly this batch).
+* :func:`record_reverification` audits the outcome of a re-verification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import update
+
+from db.models import AuditEntry, StationControl, Window
+from db.session import Database, insert_ignore
+from stream.console.redact import scrub
+
+ReleaseMode = Literal["retry", "carry"]
+
+
+class ControlError(Exception):
+    """A control that cannot be applied (unknown subject or wrong state); ``status`` is the HTTP code."""
+
+    def __init__(self, message: str, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def set_paused(db: Database, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
+    station = station.strip()
+    if not station or len(station) > 120:
+        raise ControlError("station id must be 1-120 characters", 400)
+    now = datetime.now(UTC)
+    with db.unit() as s:
+        res = s.execute(update(StationControl).where(StationControl.station_id == station)
+                        .values(paused=paused, updated_at=now, updated_by=actor))
+        if res.rowcount == 0:
+            insert_ignore(s, StationControl.__table__, [{"station_id": station, "paused": paused, "updated_at": now,
+                                                         "updated_by": actor}], ["station_id"])
+            s.execute(update(StationControl).where(StationControl.station_id == station)
+                      .values(paused=paused, updated_at=now, updated_by=actor))
+        s.add(AuditEntry(at=now, actor=actor, action="station-paused" if paused else "station-resumed",
+                         subject=station, detail={"note": note} if note else {}))
+    return {"station": station, "paused": paused, "updated_at": now.isoformat(), "updated_by": actor}
+
+
+def release_held_window(db: Database, window_id: str, actor: str, mode: ReleaseMode = "retry",
+                        note: str | None = None, scrub_words: Iterable[str] = ()) -> dict[str, Any]:
+    if mode not in ("retry", "carry"):
+        raise ControlError("mode must be 'retry' or 'carry'", 400)
+    now = datetime.now(UTC)
+    with db.unit() as s:
+        w = s.get(Window, window_id)
+        if w is None:
+            raise ControlError("no such window", 404)
+        if w.state != "held":
+            raise ControlError(f"window is {w.state}, only a held window can be released", 409)
+        previous = w.hold_reason
+        values: dict[str, Any] = ({"state": "open", "hold_reason": None, "claimed_by": None, "claimed_at": None,
+                                   "close_reason": None, "closed_at": None} if mode == "retry"
+                                  else {"state": "carried", "hold_reason": f"released by {actor} after review",
+                                        "closed_at": now})
+        res = s.execute(update(Window).where(Window.id == window_id, Window.state == "held").values(**values))
+        if res.rowcount != 1:
+            raise ControlError("window changed state meanwhile; reload and retry", 409)
+        detail: dict[str, Any] = {"mode": mode, "previous_reason": scrub(previous, scrub_words)}
+        if note:
+            detail["note"] = note[:300]
+        s.add(AuditEntry(at=now, actor=actor, action="window-released", subject=window_id, detail=detail))
+    return {"window": window_id, "mode": mode, "state": values["state"], "at": now.isoformat()}
+
+
+def record_reverification(db: Database, result: dict[str, Any], actor: str) -> None:
+    detail = {k: result.get(k) for k in ("ok", "records_expected", "records_found", "duplicates", "checksum_ok",
+                                         "k", "l_distinct")}
+    detail["failures"] = list(result.get("failures") or [])[:5]
+    with db.unit() as s:
+        s.add(AuditEntry(at=datetime.now(UTC), actor=actor, action="release-reverified",
+                         subject=result.get("release_id"), detail=detail))

@@ -1,0 +1,100 @@
+"""Worker, broker and lag side of the health view (a mixin of :class:`stream.console.service.ConsoleService`).
+
+Worker status combines three signals, any of which means "running": a fresh heartbeat in the
+ledger (``db.status``, written by each worker), members in the workers' consumer group (the faust
+app id), or the in-process status provider when the console runs inside the worker. Broker calls
+run in a small thread pool with a deadline, so a missing broker degrades to an ``error`` field.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from db.session import Database
+from stream.settings import Settings
+
+log = logging.getLogger(__name__)
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="console-broker")
+
+
+class BrokerHealth:
+    settings: Settings
+    db: Database
+    status_provider: Callable[[], dict[str, Any]] | None
+    broker_timeout_s: float
+    lag_cache_s: float
+    _lag: tuple[float, dict[str, Any]] | None
+
+    def _broker_call(self, fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        if not self.settings.broker_url:
+            return {"error": "no broker configured (ANONSTREAM_BROKER_URL / --broker)"}
+        fut = _POOL.submit(fn, self.settings.bootstrap_servers(), *args)
+        try:
+            return fut.result(timeout=self.broker_timeout_s)
+        except concurrent.futures.TimeoutError:
+            return {"error": f"broker did not answer within {self.broker_timeout_s:.0f}s"}
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+
+    def lag(self) -> dict[str, Any]:
+        from stream.console.kafka import consumer_lag
+
+        now = time.monotonic()
+        if self._lag is not None and now - self._lag[0] < self.lag_cache_s:
+            return self._lag[1]
+        out = self._broker_call(consumer_lag, self.settings.app_id, self.settings.topic_reports)
+        self._lag = (now, out)
+        return out
+
+    def worker_status(self, activity: dict[str, Any]) -> dict[str, Any]:
+        from stream.console.kafka import group_status
+
+        out: dict[str, Any] = {"activity": activity}
+        if self.status_provider is not None:
+            try:
+                out["in_process"] = self.status_provider()
+            except Exception as exc:
+                out["in_process"] = {"error": type(exc).__name__}
+        out["heartbeats"] = beats = self._heartbeats()
+        group = self._broker_call(group_status, self.settings.app_id)
+        out["group"] = group
+        members = group.get("members")
+        in_process = out.get("in_process") or {}
+        if (any(b["alive"] for b in beats) or (isinstance(members, int) and members > 0)
+                or (in_process and not in_process.get("error"))):
+            out["status"] = "running"
+        elif beats:
+            out["status"] = "stopped (no recent heartbeat)"
+        elif group.get("error"):
+            out["status"] = "unknown"
+        else:
+            out["status"] = "no worker in the consumer group"
+        return out
+
+    def _heartbeats(self) -> list[dict[str, Any]]:
+        """Worker heartbeats from the ledger (``db.status``), when the schema has them."""
+        try:
+            from db.status import workers
+        except ImportError:
+            return []
+        try:
+            rows = workers(self.db)
+        except Exception as exc:  # older schema without the table
+            log.debug("console: no worker heartbeats (%s)", type(exc).__name__)
+            return []
+        now = datetime.now(UTC)
+        limit = max(30.0, 5 * self.settings.tick_interval_s)
+        out = []
+        for w in rows:
+            beat = w.get("heartbeat_at")
+            age = (now - beat).total_seconds() if isinstance(beat, datetime) else None
+            stats = w.get("stats") or {}
+            out.append({"worker": w.get("id"), "heartbeat_age_s": round(age, 1) if age is not None else None,
+                        "alive": age is not None and age <= limit, "partitions": w.get("partitions") or [],
+                        "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str | bool)}})
+        return out

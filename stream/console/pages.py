@@ -1,0 +1,224 @@
+"""HTML pages of the console: plain server-rendered HTML, inline CSS, no scripts, no external assets.
+
+Each page renders the same dict its JSON API returns (linked at the top of the page). Every value is
+HTML-escaped. Control forms post the operator token in a password field.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlencode
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#23395d;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}
+header a{color:#fff;text-decoration:none}header b{font-size:1.1em}
+main{padding:1em 1.4em}table{border-collapse:collapse;margin:.4em 0 1.2em;background:#fff}
+td,th{border:1px solid #ddd;padding:.25em .55em;font-size:.88em;text-align:left;vertical-align:top}
+th{background:#eef1f6}.num{text-align:right}.ok{color:#1b7a2f}.bad{color:#b3261e;font-weight:600}
+.plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0;background:#fff;border:1px solid #ddd;padding:.4em}
+.plots img{max-width:640px;display:block}form.inline{display:inline}.muted{color:#777}
+fieldset{border:1px solid #ccc;margin:.6em 0;padding:.5em}input,select,button{font-size:.9em}
+"""
+
+
+def e(v: Any) -> str:
+    return escape("" if v is None else str(v))
+
+
+def fmt(v: Any, nd: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def short_time(iso: str | None) -> str:
+    return (iso or "")[:19].replace("T", " ")
+
+
+def table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """Cells are already-escaped HTML; headers that are all empty give a table without a header row."""
+    head = "".join(f"<th>{e(h)}</th>" for h in headers) if any(headers) else ""
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    if not rows:
+        body = f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>'
+    thead = f"<thead><tr>{head}</tr></thead>" if head else ""
+    return f'<table class="{cls}">{thead}<tbody>{body}</tbody></table>'
+
+
+def layout(title: str, body: str, json_href: str | None = None) -> str:
+    api = f' <a href="{e(json_href)}">JSON</a>' if json_href else ""
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)} · anonstream</title>"
+            f"<style>{CSS}</style></head><body><header><b>anonstream console</b>"
+            '<a href="/releases">Releases</a><a href="/health">Health</a><a href="/audit">Audit</a></header>'
+            f"<main><h1>{e(title)}</h1><p class=muted>read-only view; controls need the operator token.{api}</p>"
+            f"{body}</main></body></html>")
+
+
+def token_field() -> str:
+    return ('<input type=password name=token placeholder="operator token" autocomplete=off required> '
+            '<input name=actor placeholder="your name" maxlength=60>')
+
+
+def releases_page(data: dict[str, Any]) -> str:
+    f = data["filter"]
+    raw = data.get("query") or {}
+    opts = '<option value="">all stations</option>' + "".join(
+        f'<option{" selected" if s == f["station"] else ""}>{e(s)}</option>' for s in data["stations"])
+    form = (f'<form method=get action="/releases">Station <select name=station>{opts}</select> '
+            f'released since <input type=date name=since value="{e(raw.get("since") or "")}"> '
+            f'until <input type=date name=until value="{e(raw.get("until") or "")}"> '
+            '<button>Filter</button></form>')
+    rows = []
+    for r in data["releases"]:
+        w = r["window"]
+        rows.append([
+            e(short_time(r["created_at"])),
+            f'<a class=release-link href="/releases/{quote(r["id"], safe="")}">{e(r["id"])}</a>',
+            e(f'{w["key"]} {(w["start"] or "")[:10]} #{w["seq"]}'), e(", ".join(r["stations"])), e(r["engine"]),
+            f'<span class=num>{e(r["k"])}</span>', e(fmt(r["l"])), e(fmt(r["information_loss"])),
+            e(r["released"]), e(r["suppressed"]), e(r["held_back"]), e(r["state"])])
+    query = urlencode({k: v for k, v in raw.items() if v})
+    body = form + f'<p>{data["total"]} release(s)</p>' + table(
+        ["time (UTC)", "release", "window", "stations", "engine", "k", "ℓ", "info loss", "released", "suppressed",
+         "held back", "state"], rows, "releases")
+    return layout("Releases", body, "/api/releases" + (f"?{query}" if query else ""))
+
+
+def _kv(pairs: list[tuple[str, Any]]) -> str:
+    return table(["", ""], [[e(k), e(fmt(v, 4) if not isinstance(v, dict | list) else json.dumps(v))]
+                            for k, v in pairs])
+
+
+def release_page(d: dict[str, Any]) -> str:
+    rid = quote(d["id"], safe="")
+    w = d["window"]
+    m = d.get("metrics") or {}
+    ver = d.get("verification") or {}
+    an = d.get("analysis") or {}
+    cs = an.get("class_sizes") or {}
+    summary = _kv([("window", f'{w["key"]} {w["start"]} – {w["end"]} #{w["seq"]}'),
+                   ("stations", ", ".join(d["stations"])),
+                   ("engine", d["engine"]), ("params", d.get("params")), ("seed", d.get("seed")),
+                   ("state", d["state"]), ("created", d["created_at"]), ("published", d["published_at"]),
+                   ("received", d["received"]), ("released", d["released"]), ("suppressed", d["suppressed"]),
+                   ("held back (not sampled)", d["held_back"]), ("blocked (linking guard)", d["blocked"]),
+                   ("checksum", d.get("checksum"))])
+    privacy = _kv([("k achieved", d["k"]), ("ℓ achieved (distinct)", d["l"]),
+                   ("verifier", "passed" if ver.get("ok") else "FAILED"), ("entropy ℓ", ver.get("l_entropy")),
+                   ("recursive ℓ", ver.get("l_recursive")), ("t", ver.get("t")), ("classes", cs.get("classes")),
+                   ("class size min / median / max", f'{cs.get("min")} / {cs.get("median")} / {cs.get("max")}')])
+    metrics = _kv([(k, v) for k, v in m.items() if k != "per_attribute_loss"])
+    figs = "".join(f'<figure><img class=plot src="{e(src)}" alt="{e(name)} plot"><figcaption>{e(name)}'
+                   "</figcaption></figure>" for name, src in d.get("plots", {}).items())
+    offences = table(["offence", "severity", "records", "classes", "share overall", "mean in class", "sd", "max"],
+                     [[e(r["value"]), e(fmt(r["severity"], 1)), e(r["records"]), e(r["classes"]),
+                       e(f'{100 * r["overall"]:.1f}%'), e(f'{100 * r["mean"]:.1f}%'), e(f'{100 * r["std"]:.1f}%'),
+                       e(f'{100 * r["max"]:.1f}%')] for r in an.get("offences") or []])
+    audit = table(["time", "actor", "action", "detail"],
+                  [[e(short_time(a["at"])), e(a["actor"]), e(a["action"]), e(json.dumps(a["detail"]))]
+                   for a in d.get("audit", [])])
+    control = (f'<form method=post action="/api/releases/{rid}/verify"><fieldset><legend>Re-verify from the '
+               f'output topic</legend>{token_field()} <button>Re-verify</button></fieldset></form>')
+    body = (f'<h2>Summary</h2>{summary}<h2>Privacy</h2>{privacy}<h2>Plots</h2><div class=plots>{figs}</div>'
+            f"<h2>Offence frequency within classes</h2>{offences}<h2>Metrics</h2>{metrics}"
+            f"<h2>Controls</h2>{control}<h2>Audit trail</h2>{audit}")
+    return layout(f"Release {d['id']}", body, f"/api/releases/{rid}")
+
+
+def _age(s: float | None) -> str:
+    if s is None:
+        return "–"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def health_page(h: dict[str, Any]) -> str:
+    pool = h["pool"]
+    stations = []
+    for r in pool["stations"]:
+        st = quote(r["station"], safe="")
+        action = "resume" if r.get("paused") else "pause"
+        form = (f'<form class=inline method=post action="/api/stations/{st}/{action}">{token_field()} '
+                f"<button>{action}</button></form>")
+        stations.append([e(r["station"]), e(r["pending"]), e(_age(r["oldest_pending_age_s"])), e(r["released"]),
+                         e(r["suppressed"]), e(r["blocked"]),
+                         '<span class=bad>paused</span>' if r.get("paused") else "active", form])
+    dlq = h["dlq"]
+    dlq_rows = [[e(c["station"]), e(c["reason"]), e(c["count"]), e(short_time(c["last_at"]))]
+                for c in dlq["by_station"]]
+    recent = [[e(short_time(r["at"])), e(r["station"]), e(r["reason"]), e(r["message"])] for r in dlq["recent"]]
+    lag = h["lag"]
+    if lag.get("error"):
+        lag_html = f'<p class=bad>consumer lag unavailable: {e(lag["error"])}</p>'
+    else:
+        lag_html = (f'<p>group <b>{e(lag["group"])}</b> on <b>{e(lag["topic"])}</b>: total lag '
+                    f'<b class=lag-total>{e(lag["total"])}</b></p>' + table(
+                        ["partition", "end offset", "committed", "lag"],
+                        [[e(p["partition"]), e(p["end"]), e(fmt(p["committed"])), e(p["lag"])]
+                         for p in lag["partitions"]]))
+        if lag.get("notes"):
+            lag_html += ("<p class=muted>estimate: " + e("; ".join(lag["notes"]))
+                         + " (the test broker tansu misreports end offsets after multi-record batches)</p>")
+    held = []
+    for w in h["windows"]["held"]:
+        wid = quote(w["id"], safe="")
+        form = (f'<form class=inline method=post action="/api/windows/{wid}/release">{token_field()} '
+                '<select name=mode><option value=retry>retry now</option><option value=carry>carry into next '
+                "window</option></select> <button>release after review</button></form>")
+        held.append([e(w["id"]), e(w["reason"]), e(w["count"]), e(w["still_pending"]), e(short_time(w["closed_at"])),
+                     form])
+    carried = [[e(w["id"]), e(w["reason"]), e(w["count"]), e(w["still_pending"]), e(short_time(w["closed_at"]))]
+               for w in h["windows"]["carried"]]
+    wk = h["worker"]
+    act = wk.get("activity") or {}
+    group = wk.get("group") or {}
+    worker = _kv([("status", wk.get("status")), ("consumer group", group.get("error") or
+                                                  f'{group.get("state")} with {group.get("members")} member(s)'),
+                  ("in-process worker", wk.get("in_process")), ("last ingest", act.get("last_ingest_at")),
+                  ("last release", act.get("last_release_at")), ("last publish", act.get("last_publish_at")),
+                  ("oldest unpublished release", act.get("oldest_unpublished_at")),
+                  ("releases by state", act.get("releases_by_state")), ("workers seen", act.get("workers_seen")),
+                  ("windows by state", h["windows"]["by_state"])])
+    beats = table(["worker", "heartbeat age", "alive", "partitions", "stats"],
+                  [[e(b["worker"]), e(_age(b["heartbeat_age_s"])), e("yes" if b["alive"] else "no"),
+                    e(", ".join(str(p) for p in b["partitions"])), e(json.dumps(b["stats"]))]
+                   for b in wk.get("heartbeats") or []], "workers")
+    body = (f'<h2>Worker</h2>{worker}{beats}<h2>Pending pool</h2><p>{pool["pending_total"]} pending report(s); oldest '
+            f'{_age(pool["oldest_pending_age_s"])}</p>'
+            + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "releases",
+                     "control"], stations, "pool")
+            + f"<h2>Consumer lag</h2>{lag_html}"
+            + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s)</p>'
+            + table(["station", "reason", "count", "last"], dlq_rows, "dlq")
+            + "<h3>Recent rejections (reason only, no payload)</h3>"
+            + table(["time", "station", "reason", "message (scrubbed)"], recent)
+            + "<h2>Held windows (need review)</h2>"
+            + table(["window", "reason", "reports", "still pending", "closed", "control"], held, "held")
+            + "<h2>Carried windows (too small, waiting for the next window)</h2>"
+            + table(["window", "reason", "reports", "still pending", "closed"], carried, "carried"))
+    return layout("Health", body, "/api/health")
+
+
+def audit_page(rows: list[dict[str, Any]]) -> str:
+    body = table(["time", "actor", "action", "subject", "detail"],
+                 [[e(short_time(a["at"])), e(a["actor"]), e(a["action"]), e(a["subject"]), e(json.dumps(a["detail"]))]
+                  for a in rows])
+    return layout("Audit trail", body, "/api/audit")
+
+
+def result_page(title: str, result: dict[str, Any], back: str) -> str:
+    ok = result.get("ok", True)
+    cls = "ok" if ok else "bad"
+    body = (f'<p class={cls}>{"done" if ok else "failed"}</p><pre>{e(json.dumps(result, indent=2))}</pre>'
+            f'<p><a href="{e(back)}">back</a></p>')
+    return layout(title, body)
+
+
+def error_page(status: int, message: str) -> str:
+    return layout(f"Error {status}", f"<p class=bad>{e(message)}</p>")

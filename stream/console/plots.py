@@ -1,0 +1,116 @@
+"""Server-side SVG plots of a release (matplotlib's object API on the Agg canvas; no pyplot state,
+no CDN, no JavaScript). Each function takes the aggregates of :mod:`stream.console.analysis` and
+returns an SVG document as text."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+_RC = {"svg.fonttype": "none", "svg.hashsalt": "anonstream", "font.size": 9}
+
+
+def _svg(fig: Figure) -> str:
+    FigureCanvasAgg(fig)
+    buf = io.StringIO()
+    with matplotlib.rc_context(_RC):
+        fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def _figure(title: str, width: float = 6.4, height: float = 3.4) -> tuple[Figure, Any]:
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(width, height), dpi=96)
+        ax = fig.add_subplot(1, 1, 1)
+        ax.set_title(title)
+        ax.grid(axis="y", alpha=0.3)
+    return fig, ax
+
+
+def _empty(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#666")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def class_sizes_svg(hist: dict[str, Any], k_required: int | None) -> str:
+    fig, ax = _figure("Equivalence-class sizes")
+    sizes, counts = hist.get("sizes") or [], hist.get("counts") or []
+    if not sizes:
+        _empty(ax, "no released records")
+        return _svg(fig)
+    if len(sizes) <= 40:
+        ax.bar([str(s) for s in sizes], counts, color="#4a78b5")
+        ax.set_xlabel("class size (records)")
+        if len(sizes) > 20:
+            ax.tick_params(axis="x", labelrotation=90)
+    else:
+        expanded = [s for s, c in zip(sizes, counts, strict=True) for _ in range(c)]
+        ax.hist(expanded, bins=30, color="#4a78b5")
+        ax.set_xlabel("class size (records)")
+        if k_required:
+            ax.axvline(k_required, color="#c0392b", linestyle="--", label=f"k = {k_required}")
+            ax.legend()
+    ax.set_ylabel("classes")
+    return _svg(fig)
+
+
+def offences_svg(rows: list[dict[str, Any]]) -> str:
+    fig, ax = _figure("Offence frequency within its classes (cf. CG paper Figs. 4-5)", width=7.2, height=3.8)
+    ax.set_title(ax.get_title(), pad=30)
+    if not rows:
+        _empty(ax, "no sensitive attribute in this release")
+        return _svg(fig)
+    names = [r["value"] + (f" ({r['severity']:g})" if r.get("severity") is not None else "") for r in rows]
+    x = list(range(len(rows)))
+    mean = [100 * r["mean"] for r in rows]
+    std = [100 * r["std"] for r in rows]
+    ax.bar(x, mean, yerr=std, capsize=3, color="#6aa84f", label="mean share in its classes (± sd)")
+    ax.scatter(x, [100 * r["max"] for r in rows], marker="x", color="#c0392b", zorder=3, label="max share")
+    ax.scatter(x, [100 * r["overall"] for r in rows], marker="_", s=200, color="#333", zorder=3,
+               label="share of the release")
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=60, ha="right")
+    ax.set_ylabel("% of class")
+    ax.set_xlabel("offence (severity)" if any(r.get("severity") is not None for r in rows) else "offence")
+    ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, frameon=False)
+    return _svg(fig)
+
+
+def loss_svg(loss: dict[str, float]) -> str:
+    fig, ax = _figure("Information loss per attribute", height=max(2.0, 0.45 * len(loss) + 1.0))
+    if not loss:
+        _empty(ax, "the release stored no per-attribute loss")
+        return _svg(fig)
+    names = list(loss)
+    ax.barh(names, [loss[n] for n in names], color="#e69138")
+    ax.set_xlim(0, max(1.0, max(loss.values())))
+    ax.set_xlabel("normalized loss (0 = original, 1 = fully generalized)")
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+    return _svg(fig)
+
+
+def front_svg(points: dict[str, Any], note: str | None = None) -> str:
+    fig, ax = _figure("PBG-EA front (chosen point marked)")
+    pts = points.get("points") or []
+    if not pts:
+        _empty(ax, note or "no front for this release")
+        return _svg(fig)
+    others = [p for p in pts if not p["selected"]]
+    chosen = [p for p in pts if p["selected"]]
+    ax.scatter([p["x"] for p in others], [p["y"] for p in others], color="#4a78b5", label="front member")
+    if chosen:
+        ax.scatter([p["x"] for p in chosen], [p["y"] for p in chosen], marker="*", s=220, color="#c0392b",
+                   zorder=3, label="released (chosen)")
+    ax.set_xlabel(str(points.get("x")))
+    ax.set_ylabel(str(points.get("y")))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    if note:
+        ax.text(0.99, 0.01, note, ha="right", va="bottom", transform=ax.transAxes, fontsize=7, color="#666")
+    return _svg(fig)

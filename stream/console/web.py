@@ -1,0 +1,262 @@
+"""The console's aiohttp application: HTML pages, the JSON API behind each page, and the controls.
+
+Reads are open (read-only by default); every ``POST`` is a control and needs the operator token
+(``ANONSTREAM_OPERATOR_TOKEN``), sent as ``Authorization: Bearer <token>``, ``X-Operator-Token`` or,
+from the HTML forms, a ``token`` form field. No token: 401. A wrong token, or no token configured
+(controls disabled): 403. Tokens are compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
+
+from db.console_queries import ReleaseFilter
+from stream.console import pages
+from stream.console.controls import ControlError
+from stream.console.service import ConsoleService, parse_when
+
+log = logging.getLogger(__name__)
+SERVICE: web.AppKey[ConsoleService] = web.AppKey("console_service", ConsoleService)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+API_INDEX = {
+    "GET /api/releases?station=&since=YYYY-MM-DD&until=YYYY-MM-DD&engine=&limit=&offset=": "releases list",
+    "GET /api/releases/{id}": "release detail with class sizes, offence frequencies, loss per attribute",
+    "GET /api/releases/{id}/front": "PBG-EA front (stored, or recomputed from the stored sample and seed)",
+    "GET /api/health": "pool, DLQ, windows held/carried, consumer lag, worker status",
+    "GET /api/windows?state=held,carried": "windows by state",
+    "GET /api/stations": "stations with their pool counts and pause flag",
+    "GET /api/audit?limit=": "audit trail",
+    "POST /api/stations/{station}/pause|resume": "control (token)",
+    "POST /api/releases/{id}/verify": "control (token): re-verify from the output topic",
+    "POST /api/windows/{id}/release (mode=retry|carry)": "control (token): release a held window",
+}
+
+
+def _json_error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message, "status": status}, status=status)
+
+
+@web.middleware
+async def errors_and_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    html = ((request.method == "GET" and not request.path.startswith("/api/"))
+            or (request.method == "POST" and "text/html" in request.headers.get("Accept", "")))
+    try:
+        resp = await handler(request)
+    except ControlError as exc:
+        resp = (web.Response(text=pages.error_page(exc.status, str(exc)), status=exc.status, content_type="text/html")
+                if html else _json_error(exc.status, str(exc)))
+    except SQLAlchemyError as exc:
+        log.warning("console: database error %s", type(exc).__name__)
+        msg = "the ledger database is unreachable or not migrated yet (anonstream migrate)"
+        resp = (web.Response(text=pages.error_page(503, msg), status=503, content_type="text/html")
+                if html else _json_error(503, msg))
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        msg = exc.text or exc.reason
+        resp = (web.Response(text=pages.error_page(exc.status, msg), status=exc.status, content_type="text/html")
+                if html else _json_error(exc.status, msg))
+        for h in ("WWW-Authenticate", "Location"):
+            if h in exc.headers:
+                resp.headers[h] = exc.headers[h]
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    resp.headers["Content-Security-Policy"] = ("default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; "
+                                               "form-action 'self'; frame-ancestors 'none'")
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+async def _call(request: web.Request, fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+def _svc(request: web.Request) -> ConsoleService:
+    return request.app[SERVICE]
+
+
+# --- token ---------------------------------------------------------------------------------------------
+async def _form(request: web.Request) -> dict[str, str]:
+    if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        return {k: str(v) for k, v in (await request.post()).items()}
+    if request.content_type == "application/json" and request.can_read_body:
+        try:
+            body = await request.json()
+        except ValueError:
+            raise ControlError("request body is not valid JSON", 400) from None
+        return {k: str(v) for k, v in body.items()} if isinstance(body, dict) else {}
+    return {}
+
+
+def check_token(request: web.Request, form: dict[str, str]) -> None:
+    auth = request.headers.get("Authorization", "")
+    supplied = (auth[7:].strip() if auth.lower().startswith("bearer ") else "") or \
+        request.headers.get("X-Operator-Token", "").strip() or form.get("token", "").strip()
+    if not supplied:
+        raise web.HTTPUnauthorized(text="operator token required for controls",
+                                   headers={"WWW-Authenticate": 'Bearer realm="anonstream console"'})
+    secret = _svc(request).settings.operator_token
+    expected = secret.get_secret_value() if secret is not None else ""
+    if not expected:
+        raise web.HTTPForbidden(text="controls are disabled: no operator token is configured")
+    if not hmac.compare_digest(supplied.encode(), expected.encode()):
+        raise web.HTTPForbidden(text="wrong operator token")
+
+
+def actor_of(request: web.Request, form: dict[str, str]) -> str:
+    name = form.get("actor") or request.headers.get("X-Operator", "")
+    name = re.sub(r"[^A-Za-z0-9 ._@-]", "", name).strip()[:60]
+    return f"operator:{name}" if name else "operator"
+
+
+async def _control(request: web.Request, fn: Callable[[dict[str, str], str], Any], title: str,
+                   back: str) -> web.Response:
+    form = await _form(request)
+    check_token(request, form)
+    result = await asyncio.to_thread(fn, form, actor_of(request, form))
+    if request.content_type == "application/x-www-form-urlencoded" and "text/html" in request.headers.get("Accept", ""):
+        return web.Response(text=pages.result_page(title, result, back), content_type="text/html")
+    return web.json_response(result)
+
+
+# --- reads ---------------------------------------------------------------------------------------------
+def _release_filter(request: web.Request) -> ReleaseFilter:
+    qs = request.query
+    try:
+        limit = min(max(int(qs.get("limit", 100)), 1), 1000)
+        offset = max(int(qs.get("offset", 0)), 0)
+    except ValueError:
+        raise ControlError("limit and offset must be integers", 400) from None
+    return ReleaseFilter(station=qs.get("station") or None, since=parse_when(qs.get("since")),
+                         until=parse_when(qs.get("until"), end_of_day=True), engine=qs.get("engine") or None,
+                         limit=limit, offset=offset)
+
+
+async def api_releases(request: web.Request) -> web.Response:
+    return web.json_response(await _call(request, _svc(request).releases, _release_filter(request)))
+
+
+async def page_releases(request: web.Request) -> web.Response:
+    data = await _call(request, _svc(request).releases, _release_filter(request))
+    data["query"] = {k: request.query.get(k, "") for k in ("station", "since", "until")}
+    return web.Response(text=pages.releases_page(data), content_type="text/html")
+
+
+async def _release(request: web.Request) -> dict[str, Any]:
+    detail = await _call(request, _svc(request).release, request.match_info["release_id"])
+    if detail is None:
+        raise ControlError("no such release", 404)
+    return detail
+
+
+async def api_release(request: web.Request) -> web.Response:
+    return web.json_response(await _release(request))
+
+
+async def page_release(request: web.Request) -> web.Response:
+    return web.Response(text=pages.release_page(await _release(request)), content_type="text/html")
+
+
+async def api_front(request: web.Request) -> web.Response:
+    out = await _call(request, _svc(request).front, request.match_info["release_id"])
+    if out is None:
+        raise ControlError("no such release", 404)
+    return web.json_response(out)
+
+
+async def plot(request: web.Request) -> web.Response:
+    svg = await _call(request, _svc(request).plot, request.match_info["release_id"], request.match_info["name"])
+    if svg is None:
+        raise ControlError("no such release or plot", 404)
+    return web.Response(text=svg, content_type="image/svg+xml")
+
+
+async def api_health(request: web.Request) -> web.Response:
+    return web.json_response(await _call(request, _svc(request).health))
+
+
+async def page_health(request: web.Request) -> web.Response:
+    return web.Response(text=pages.health_page(await _call(request, _svc(request).health)), content_type="text/html")
+
+
+async def api_windows(request: web.Request) -> web.Response:
+    states = tuple(s.strip() for s in request.query.get("state", "held,carried").split(",") if s.strip())
+    return web.json_response({"windows": await _call(request, _svc(request).windows, states)})
+
+
+async def api_stations(request: web.Request) -> web.Response:
+    health = await _call(request, _svc(request).health)
+    return web.json_response({"stations": health["pool"]["stations"]})
+
+
+def _limit(request: web.Request, default: int = 100) -> int:
+    try:
+        return min(max(int(request.query.get("limit", default)), 1), 1000)
+    except ValueError:
+        raise ControlError("limit must be an integer", 400) from None
+
+
+async def api_audit(request: web.Request) -> web.Response:
+    return web.json_response({"audit": await _call(request, _svc(request).audit, _limit(request))})
+
+
+async def page_audit(request: web.Request) -> web.Response:
+    rows = await _call(request, _svc(request).audit, _limit(request))
+    return web.Response(text=pages.audit_page(rows), content_type="text/html")
+
+
+async def api_index(_request: web.Request) -> web.Response:
+    return web.json_response({"endpoints": API_INDEX})
+
+
+async def root(_request: web.Request) -> web.Response:
+    raise web.HTTPFound("/releases")
+
+
+# --- controls ------------------------------------------------------------------------------------------
+async def station_control(request: web.Request) -> web.Response:
+    station, action = request.match_info["station"], request.match_info["action"]
+    if action not in ("pause", "resume"):
+        raise ControlError("action must be pause or resume", 404)
+    svc = _svc(request)
+    return await _control(request, lambda form, actor: svc.pause(station, action == "pause", actor, form.get("note")),
+                          f"Station {station}: {action}", "/health")
+
+
+async def verify_release(request: web.Request) -> web.Response:
+    rid = request.match_info["release_id"]
+    svc = _svc(request)
+    return await _control(request, lambda _form, actor: svc.reverify(rid, actor), f"Re-verify {rid}",
+                          f"/releases/{rid}")
+
+
+async def release_window(request: web.Request) -> web.Response:
+    wid = request.match_info["window_id"]
+    svc = _svc(request)
+    return await _control(request, lambda form, actor: svc.release_window(wid, actor, form.get("mode", "retry"),
+                                                                          form.get("note")),
+                          f"Release window {wid}", "/health")
+
+
+def create_app(service: ConsoleService) -> web.Application:
+    app = web.Application(middlewares=[errors_and_headers], client_max_size=64 * 1024)
+    app[SERVICE] = service
+    app.add_routes([
+        web.get("/", root), web.get("/releases", page_releases), web.get("/releases/{release_id}", page_release),
+        web.get("/releases/{release_id}/plots/{name}.svg", plot), web.get("/health", page_health),
+        web.get("/audit", page_audit), web.get("/api", api_index), web.get("/api/releases", api_releases),
+        web.get("/api/releases/{release_id}", api_release), web.get("/api/releases/{release_id}/front", api_front),
+        web.get("/api/health", api_health), web.get("/api/windows", api_windows),
+        web.get("/api/stations", api_stations), web.get("/api/audit", api_audit),
+        web.post("/api/stations/{station}/{action}", station_control),
+        web.post("/api/releases/{release_id}/verify", verify_release),
+        web.post("/api/windows/{window_id}/release", release_window),
+    ])
+    return app

@@ -1,0 +1,133 @@
+"""Record schemas of the four topics, keyed fingerprints and the release checksum.
+
+Topics (names configurable in :class:`stream.settings.Settings`):
+
+* ``crime.reports``: one JSON report per message, keyed by station id. Example::
+
+    {"report_id": "S1-000042", "station_id": "S1", "event_time": "2024-03-01T10:15:00Z",
+     "name": "Jane Roe", "dob": "1990-04-02", "age": 34, "sex": "F", "suburb": "Carlton",
+     "postcode": "3053", "reporter": "victim", "offence": "Theft"}
+
+* ``crime.reports.dlq``: :class:`DeadLetter` (original payload, one-line reason, station, time).
+* ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
+  identifiers, no report ids, no fingerprints.
+* ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+def fingerprint(key: bytes, station: str, report_id: str) -> str:
+    """Keyed HMAC-SHA256 of station + report id (the only form in which a report id is stored)."""
+    return hmac.new(key, f"report\x1f{station}\x1f{report_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def person_fingerprint(key: bytes, values: list[str]) -> str | None:
+    """Keyed hash of the configured person columns (e.g. name, dob), normalised; None if all empty."""
+    norm = [" ".join(str(v).split()).casefold() for v in values]
+    if not any(norm):
+        return None
+    return hmac.new(key, ("person\x1f" + "\x1f".join(norm)).encode(), hashlib.sha256).hexdigest()
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    text = "\x1f".join(f"{k}\x1e{data[k]}" for k in sorted(data))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=jsonable).encode()
+
+
+def jsonable(obj: Any) -> Any:
+    """numpy scalars / arrays and other odd values to JSON-able Python values."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    return str(obj)
+
+
+def clean_json(obj: Any) -> Any:
+    """A deep copy that survives a JSON round trip (NaN/inf become None)."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {str(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(json.loads(json.dumps(obj, default=jsonable)))
+
+
+def record_messages(release_id: str, columns: list[str], rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The ``crime.anonymized`` messages of a release, in order (``seq`` numbers them from 0)."""
+    out = []
+    for seq, row in enumerate(rows):
+        values = dict(zip(columns, row, strict=True))
+        class_id = values.pop("class_id")
+        out.append({"release_id": release_id, "seq": seq, "class_id": class_id, "values": values})
+    return out
+
+
+def checksum(messages: list[dict[str, Any]]) -> str:
+    """SHA-256 over the canonical JSON of the release's record messages in ``seq`` order."""
+    h = hashlib.sha256()
+    for m in sorted(messages, key=lambda m: m["seq"]):
+        h.update(dumps(m))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+class DeadLetter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    payload: str
+    reason: str
+    message: str
+    station_id: str | None
+    at: str
+
+
+class AnonymizedRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    release_id: str
+    seq: int
+    class_id: int
+    values: dict[str, Any]
+
+
+class Manifest(BaseModel):
+    """A release is complete for a consumer once this has arrived and ``records`` records match ``checksum``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    release_id: str
+    window: dict[str, Any]
+    stations: list[str]
+    engine: str
+    params: dict[str, Any]
+    seed: int
+    k: int
+    l: int | None  # noqa: E741
+    metrics: dict[str, Any]
+    counts: dict[str, int]
+    records: int
+    columns: list[str]
+    checksum: str
+    created_at: str

@@ -1,0 +1,210 @@
+"""Release orchestration: close a window, sample, anonymize, verify, and write the ledger.
+
+Steps for one window (publishing is :mod:`stream.publish`):
+
+1. claim the window (one worker at a time);
+2. candidates: pending reports of the window plus those carried from earlier windows of its key;
+3. linking guard, then sampling without replacement (seeded from the window id);
+4. fewer than k eligible reports: the window is ``carried`` (its reports wait for the next window);
+5. anonymize with the configured engine (default ``cg-kanon`` with k=5 once registered);
+6. verify independently with :func:`core.verify.verify_release`; on failure the window is ``held``,
+   an alert is logged and audited, and nothing is published;
+7. write release + records + fingerprints + pool/window states in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.encoding import Schema, encode
+from core.engines.registry import engine_names, get_engine, make_params
+from core.errors import AnonymizationError, InfeasibleError
+from core.verify import verify_release
+from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepository, StoredRelease, WindowPolicy
+from db.ledger import due_windows
+from db.models import Window
+from stream.records import checksum, clean_json, record_messages
+from stream.sampling import draw, release_id, sample_size, window_seed
+from stream.settings import Settings
+
+log = logging.getLogger(__name__)
+ALERT = logging.getLogger("anonstream.alert")
+DEFAULT_ENGINE = "cg-kanon"
+FALLBACK_ENGINES = ("mondrian", "optimal")
+
+
+def resolve_engine(settings: Settings) -> str:
+    """The configured engine, else ``cg-kanon`` when registered, else the first importable fallback."""
+    if settings.engine:
+        return settings.engine
+    for name in (DEFAULT_ENGINE, *FALLBACK_ENGINES):
+        if name in engine_names():
+            try:
+                get_engine(name)
+            except ImportError:
+                continue
+            return name
+    return "optimal"
+
+
+def window_policy(settings: Settings) -> WindowPolicy:
+    return WindowPolicy(size_s=settings.window_size_s, lateness_s=settings.allowed_lateness_s,
+                        cap=settings.window_max_reports)
+
+
+class Orchestrator:
+    """Closes due windows and turns them into stored releases (thread-safe; DB is the only state)."""
+
+    def __init__(self, settings: Settings, db: Database, schema: Schema, worker_id: str) -> None:
+        self.settings, self.db, self.schema, self.worker = settings, db, schema, worker_id
+        self.policy = window_policy(settings)
+        self.pool = PoolRepository(db, self.policy)
+        self.repo = ReleaseRepository(db)
+        self.engine_name = resolve_engine(settings)
+        get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
+        spec = schema.spec
+        self.timings: dict[str, float] = {}
+        self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
+                        *spec.passthrough]
+
+    def due(self, now: datetime) -> list[tuple[str, str]]:
+        """Windows to close now (due or abandoned by a crashed closer), with why."""
+        ids = [(w, "due") for w in due_windows(self.db, self.policy, self.settings.idle_timeout_s, now)]
+        return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_timeout_s)]
+
+    def close_due(self, now: datetime | None = None) -> list[str]:
+        """Close every due window (and abandoned claims); returns the ids of releases stored."""
+        now = now or datetime.now(UTC)
+        stored = []
+        for wid, why in self.due(now):
+            rid = self.close_window(wid, why, now)
+            if rid:
+                stored.append(rid)
+        return stored
+
+    def close_window(self, window_id: str, why: str, now: datetime) -> str | None:
+        window = self.repo.claim_window(window_id, self.worker, now, self.settings.claim_timeout_s, why)
+        if window is None:
+            return None
+        for _attempt in range(3):
+            try:
+                return self._release(window, now)
+            except ReleaseConflict as exc:
+                log.warning("window %s: %s; recomputing", window.id, exc)
+        self.repo.finish_window(window.id, "held", "kept conflicting with concurrent releases", now)
+        return None
+
+    def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int]]:
+        guard = self.settings.link_guard
+        if guard == "off" or not cands:
+            return cands, []
+        seen = self.repo.released_reports([c.fingerprint for c in cands])
+        persons: set[str] = set()
+        if guard == "person":
+            persons = self.repo.released_persons(sorted({c.person_fp for c in cands if c.person_fp}))
+        ok, blocked = [], []
+        for c in cands:
+            if c.fingerprint in seen or (c.person_fp is not None and c.person_fp in persons):
+                blocked.append(c.pool_id)
+            else:
+                ok.append(c)
+        return ok, blocked
+
+    def _release(self, window: Window, now: datetime) -> str | None:
+        s = self.settings
+        t0 = time.perf_counter()
+        cands = self.repo.candidates(window)
+        self.timings = {"candidates_s": time.perf_counter() - t0}
+        eligible, blocked = self._eligible(cands)
+        if not eligible:
+            self.repo.finish_window(window.id, "empty" if not cands else "carried", None, now, blocked)
+            return None
+        if len(eligible) < s.k:
+            self.repo.finish_window(window.id, "carried", f"too small: {len(eligible)} report(s) < k={s.k}",
+                                    now, blocked)
+            log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.k)
+            return None
+        seed = window_seed(s.sample_seed, window.id)
+        rid = release_id(window.id, seed)
+        picks = draw(len(eligible), sample_size(len(eligible), s.sample_policy, s.sample_fraction, s.sample_max),
+                     np.random.default_rng([seed, 0]))
+        sample = [eligible[i] for i in picks]
+        frame = pd.DataFrame([c.data for c in sample], index=pd.Index([c.pool_id for c in sample]))
+        try:
+            engine = get_engine(self.engine_name)
+            values: dict[str, Any] = {"k": s.k, "l": s.l, "max_suppression": s.max_suppression, **s.engine_params}
+            params = make_params(engine, values)
+            batch = encode(frame, self.schema)
+            t1 = time.perf_counter()
+            release = engine.anonymize(batch, params, np.random.default_rng([seed, 1]))
+            self.timings["anonymize_s"] = time.perf_counter() - t1
+        except InfeasibleError as exc:
+            self.repo.finish_window(window.id, "carried", f"{exc.reason}: {exc.message}", now, blocked)
+            log.info("window %s carried: %s", window.id, exc.reason)
+            return None
+        except AnonymizationError as exc:
+            self._hold(window.id, f"{exc.reason}: {exc.message}", now, blocked)
+            return None
+        t2 = time.perf_counter()
+        report = verify_release(frame, release, self.schema)
+        self.timings["verify_s"] = time.perf_counter() - t2
+        if not report.ok:
+            self._hold(window.id, "verification failed: " + "; ".join(report.failures[:3]), now, blocked)
+            return None
+        return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now)
+
+    def _hold(self, window_id: str, reason: str, now: datetime, blocked: list[int]) -> None:
+        ALERT.error("ALERT window %s held, nothing published: %s", window_id, reason)
+        self.repo.finish_window(window_id, "held", reason, now, blocked)
+
+    def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
+               sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
+               now: datetime) -> str:
+        by_id = {c.pool_id: c for c in sample}
+        rows_df = release.rows
+        out = rows_df.reindex(columns=self.columns[1:]).astype(object)
+        class_ids = np.asarray(release.class_ids).astype(np.int64)
+        rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
+                                                       strict=True)]
+        rows = clean_json(rows)
+        released_ids = [int(i) for i in rows_df.index]
+        suppressed_ids = [int(i) for i in release.suppressed]
+        messages = record_messages(rid, self.columns, rows)
+        stations = sorted({by_id[i].station_id for i in released_ids})
+        counts = {"received": len(cands), "released": len(released_ids), "suppressed": len(suppressed_ids),
+                  "held_back": len(eligible) - len(sample), "blocked": len(blocked)}
+        k_ach = int(report.k)
+        l_ach = report.l_distinct
+        metrics = clean_json(release.metrics)
+        loss = metrics.get("gcp", metrics.get("loss_metric"))
+        manifest = clean_json({
+            "release_id": rid,
+            "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
+                       "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
+            "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
+            "sample_policy": self.settings.sample_policy, "link_guard": self.settings.link_guard,
+            "k": k_ach, "l": l_ach, "privacy": release.privacy, "metrics": metrics, "counts": counts,
+            "records": len(rows), "columns": self.columns, "checksum": checksum(messages),
+            "created_at": now.isoformat(),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        })
+        stored = StoredRelease(
+            id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
+            params=clean_json(release.params), seed=seed, k_achieved=k_ach, l_achieved=l_ach,
+            information_loss=loss if isinstance(loss, float | int) else None, metrics=metrics,
+            verification=clean_json(report.as_dict()), counts=counts, checksum=manifest["checksum"],
+            manifest=manifest, columns=self.columns, rows=rows, released_ids=released_ids,
+            suppressed_ids=suppressed_ids, blocked_ids=blocked,
+            fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids])
+        t3 = time.perf_counter()
+        self.repo.store(stored, self.worker, now)
+        log.info("release %s stored: window %s, %d released, %d suppressed, k=%d; %s, store %.2fs", rid, window.id,
+                 counts["released"], counts["suppressed"], k_ach,
+                 ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()), time.perf_counter() - t3)
+        return rid

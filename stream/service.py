@@ -1,0 +1,153 @@
+"""The worker's logic, independent of faust's wiring: ingest a batch, tick windows, publish releases.
+
+At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
+
+* a batch is validated, its rejects are sent to the DLQ, and its accepted reports are written to
+  the pending pool; only then does the agent return and faust may acknowledge (commit) the offsets.
+  A failing database write is retried; if it keeps failing the process exits hard so the offsets
+  are never committed (faust acknowledges a batch whose handler raised);
+* releases are stored in the ledger in one transaction before anything is published; records are
+  published first, then the manifest; then the release is marked published. A stored but
+  unpublished release (crash in between) is re-published from the database as stored, by the
+  same worker on restart or by any worker once its publishing claim expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from core.encoding import Schema
+from db import Database, PoolRepository, Rejection, ReleaseRepository
+from stream.records import DeadLetter, dumps, record_messages
+from stream.release import Orchestrator, window_policy
+from stream.settings import Settings
+from stream.validate import Rejected, ReportValidator, to_incoming
+
+log = logging.getLogger(__name__)
+
+# send(topic, key, value) -> awaitable delivery future (faust's producer, or aiokafka in tests)
+SendFn = Callable[[str, bytes | None, bytes], Awaitable[Awaitable[Any]]]
+
+
+def worker_id(settings: Settings) -> str:
+    return f"{socket.gethostname()}:{settings.web_port}"
+
+
+class WorkerService:
+    def __init__(self, settings: Settings, db: Database, schema: Schema, worker: str | None = None) -> None:
+        self.settings, self.db, self.schema = settings, db, schema
+        self.worker = worker or worker_id(settings)
+        self.key = settings.key_bytes()
+        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else ())
+        self.pool = PoolRepository(db, window_policy(settings))
+        self.repo = ReleaseRepository(db)
+        self.orchestrator = Orchestrator(settings, db, schema, self.worker)
+        self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
+        self._tick_lock = asyncio.Lock()
+        self._last_beat = 0.0
+
+    # --- ingest ------------------------------------------------------------------------------------
+    async def handle_batch(self, values: list[bytes], send: SendFn) -> None:
+        s = self.settings
+        now = datetime.now(UTC)
+        accepted, rejections, dead = [], [], []
+        for raw in values:
+            res = self.validator.check(raw)
+            if isinstance(res, Rejected):
+                station = res.station_id or "unknown"
+                rejections.append(Rejection(station, res.reason, res.message))
+                payload = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                dead.append(DeadLetter(payload=payload, reason=res.reason, message=res.message,
+                                       station_id=res.station_id, at=now.isoformat()).model_dump())
+            else:
+                accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
+                                            s.link_guard != "off"))
+        if dead:
+            futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
+            await asyncio.gather(*futs)
+        result = await self._persist(accepted, rejections, now)
+        self.stats["ingested"] += result.accepted
+        self.stats["rejected"] += result.rejected
+        self.stats["duplicates"] += result.duplicates + result.corrections
+        if rejections:
+            log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
+                     result.rejected, result.duplicates + result.corrections)
+
+    async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
+        delay, deadline = 0.2, time.monotonic() + 60.0
+        while True:
+            try:
+                return await asyncio.to_thread(self.pool.ingest, accepted, rejections, now)
+            except Exception as exc:  # database down: retry, never let faust ack an unpersisted batch
+                if time.monotonic() > deadline:
+                    log.critical("pending pool unwritable for 60 s (%s); exiting without committing offsets",
+                                 type(exc).__name__)
+                    os._exit(75)
+                log.error("pending pool write failed (%s: %s); retrying", type(exc).__name__, str(exc)[:200])
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def record_partitions(self, partitions: list[int]) -> None:
+        from db.status import heartbeat
+
+        log.info("assigned input partitions %s", sorted(partitions))
+        await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, dict(self.stats))
+        self._last_beat = time.monotonic()
+
+    async def _beat(self) -> None:
+        from db.status import heartbeat
+
+        if time.monotonic() - self._last_beat >= 5.0:
+            self._last_beat = time.monotonic()
+            await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), None, dict(self.stats))
+
+    # --- windows and releases ----------------------------------------------------------------------
+    async def tick(self, send: SendFn) -> list[str]:
+        """Close due windows, store their releases, publish every release this worker may publish."""
+        if self._tick_lock.locked():
+            return []
+        async with self._tick_lock:
+            await self._beat()
+            published: list[str] = []
+            publishing: list[asyncio.Future[None]] = []
+            for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
+                rid = await asyncio.to_thread(self.orchestrator.close_window, wid, why, datetime.now(UTC))
+                if rid is None:
+                    continue
+                if self.settings.fault_point == "after-ledger-write":
+                    log.critical("fault point after-ledger-write: exiting hard (testing)")
+                    os._exit(86)
+                # publish each release as soon as it is stored, while the next window is computed
+                publishing.append(asyncio.ensure_future(self.publish(rid, send)))
+                published.append(rid)
+            await asyncio.gather(*publishing)
+            return published + await self.publish_pending(send)
+
+    async def publish_pending(self, send: SendFn) -> list[str]:
+        now = datetime.now(UTC)
+        ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_timeout_s)
+        done = []
+        for rid in ids:
+            await self.publish(rid, send)
+            done.append(rid)
+        return done
+
+    async def publish(self, release_id: str, send: SendFn) -> None:
+        s = self.settings
+        started = time.perf_counter()
+        manifest, columns, rows = await asyncio.to_thread(self.repo.load, release_id)
+        key = release_id.encode()
+        futs = [await send(s.topic_anonymized, key, dumps(m)) for m in record_messages(release_id, columns, rows)]
+        await asyncio.gather(*futs)
+        await (await send(s.topic_releases, key, dumps(manifest)))
+        await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
+        self.stats["published"] += 1
+        log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(rows),
+                 time.perf_counter() - started)

@@ -1,0 +1,129 @@
+"""Validation of incoming reports against the dataset spec, with one-line dead-letter reasons.
+
+A report is rejected (reason in brackets) when it is not JSON (``malformed-json``), not an object
+(``not-an-object``), lacks a required field (``missing-field``), has an event time that is not an
+ISO-8601 time with a UTC offset (``invalid-time``), has a QI value its hierarchy rejects under the
+spec's ``unknown`` policy (``value-not-in-hierarchy`` / ``invalid-value``), or has a sensitive value
+missing from the severity table when the spec has one and no default severity (``unknown-offence``).
+
+Accepted reports lose their direct identifiers here: only the used columns (QIs, sensitive,
+pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+
+from core.encoding import Schema
+from core.errors import AnonymizationError
+from db.ledger import IncomingReport
+from stream.records import content_hash, fingerprint, person_fingerprint
+
+
+@dataclass(frozen=True)
+class Rejected:
+    reason: str
+    message: str
+    station_id: str | None
+
+
+@dataclass(frozen=True)
+class Clean:
+    report_id: str
+    station_id: str
+    event_time: datetime
+    data: dict[str, str]
+    person: list[str]
+
+
+class ReportValidator:
+    """Checks one report at a time; hierarchy look-ups are cached per (column, value)."""
+
+    def __init__(self, schema: Schema, person_columns: tuple[str, ...] = ()) -> None:
+        spec = schema.spec
+        self.schema = schema
+        self.id_col = spec.id_column or "report_id"
+        self.station_col = spec.station_column or "station_id"
+        self.time_col = spec.time_column or "event_time"
+        self.used = spec.used_columns()
+        self.required = [self.id_col, self.station_col, self.time_col, *self.used]
+        self.person_columns = tuple(person_columns)
+        self.unknown = spec.unknown
+        sens = spec.sensitive
+        self.sensitive = sens.name if sens else None
+        self.severity = set(sens.severity) if sens and sens.severity and sens.default_severity is None else None
+        self._cache: dict[tuple[str, str], str | None] = {}
+
+    def parse(self, raw: bytes | str | dict[str, Any]) -> dict[str, Any] | Rejected:
+        if isinstance(raw, dict):
+            return raw
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return Rejected("malformed-json", f"payload is not valid JSON: {str(exc)[:80]}", None)
+        if not isinstance(obj, dict):
+            return Rejected("not-an-object", f"payload is a JSON {type(obj).__name__}, expected an object", None)
+        return obj
+
+    def _value_error(self, col: str, value: str) -> str | None:
+        key = (col, value)
+        if key not in self._cache:
+            msg = None
+            try:
+                self.schema.hierarchies[col].encode(pd.Series([value]), self.unknown)
+            except AnonymizationError as exc:
+                msg = exc.message
+            except (ValueError, TypeError) as exc:
+                msg = f"column '{col}': {exc}"
+            if len(self._cache) > 200_000:
+                self._cache.clear()
+            self._cache[key] = msg
+        return self._cache[key]
+
+    def check(self, raw: bytes | str | dict[str, Any]) -> Clean | Rejected:
+        obj = self.parse(raw)
+        if isinstance(obj, Rejected):
+            return obj
+        station = obj.get(self.station_col)
+        station = str(station).strip() if station not in (None, "") else None
+        missing = [c for c in self.required if obj.get(c) is None or str(obj.get(c)).strip() == ""]
+        if missing:
+            return Rejected("missing-field", f"required field(s) missing or empty: {', '.join(missing)}", station)
+        assert station is not None
+        text = str(obj[self.time_col]).strip()
+        try:
+            when = datetime.fromisoformat(text)
+        except ValueError:
+            return Rejected("invalid-time", f"field '{self.time_col}' is not an ISO-8601 time", station)
+        if when.tzinfo is None:
+            return Rejected("invalid-time", f"field '{self.time_col}' has no UTC offset (use ...Z)", station)
+        data: dict[str, str] = {}
+        for col in self.used:
+            value = obj[col]
+            if isinstance(value, dict | list):
+                return Rejected("invalid-value", f"field '{col}' must be a scalar", station)
+            data[col] = str(value).strip()
+        for q in self.schema.qi_names:
+            err = self._value_error(q, data[q])
+            if err is not None:
+                reason = "value-not-in-hierarchy" if "hierarch" in err else "invalid-value"
+                return Rejected(reason, f"field '{q}': value rejected by its hierarchy", station)
+        if self.severity is not None and self.sensitive and data[self.sensitive] not in self.severity:
+            return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
+                            station)
+        person = [str(obj.get(c, "") or "") for c in self.person_columns]
+        return Clean(str(obj[self.id_col]).strip(), station, when.astimezone(UTC), data, person)
+
+
+def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -> IncomingReport:
+    """Drop identifiers: keep the used columns, the keyed report fingerprint and (optionally) the person's."""
+    return IncomingReport(
+        fingerprint=fingerprint(key, clean.station_id, clean.report_id),
+        person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
+        content_hash=content_hash({"t": clean.event_time.isoformat(), **clean.data}),
+        station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data)
