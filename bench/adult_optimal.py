@@ -20,10 +20,10 @@ import pandas as pd
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
 
-from bench._common import DATA, ROOT, peak_rss_mb, pin_one_core, print_table, write_results  # noqa: E402
-from core.encoding import encode  # noqa: E402
-from core.engines.registry import get_engine, make_params  # noqa: E402
-from stream.io.specs import load_schema  # noqa: E402
+from bench._common import DATA, ROOT, peak_rss_mb, pin_one_core, print_table, write_results
+from core.encoding import encode
+from core.engines.registry import get_engine, make_params
+from stream.io.specs import load_schema
 
 REFERENCE = {0.0: ([0, 4, 1, 1, 3, 2, 2, 1, 0], 0), 0.04: ([0, 3, 0, 1, 1, 1, 1, 2, 0], 1178)}
 

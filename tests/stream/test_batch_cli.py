@@ -68,7 +68,8 @@ def test_anonymize_writes_rows_and_report(tiny, tmp_path):
 def test_unknown_column_in_spec(tiny, tmp_path):
     spec, data = tiny
     spec.write_text(SPEC.replace('name = "colour"', 'name = "favourite"'))
-    assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)), "lacks column(s) named in the spec: 'favourite'")
+    assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)),
+                          "lacks column(s) named in the spec: 'favourite'")
 
 
 def test_value_missing_from_hierarchy(tiny):
@@ -89,7 +90,8 @@ def test_text_in_numeric_qi(tiny):
 
 def test_k_larger_than_rows(tiny):
     spec, data = tiny
-    assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec), "-k", "50"), "k=50 exceeds the number of rows (40)")
+    assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec), "-k", "50"),
+                          "k=50 exceeds the number of rows (40)")
 
 
 def test_empty_input(tiny):
