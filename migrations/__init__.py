@@ -7,6 +7,7 @@ config (set here) or else from :class:`stream.settings.Settings`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -15,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 def config(url: str | None = None):  # -> alembic.config.Config
     from alembic.config import Config
 
-    cfg = Config(str(HERE / "alembic.ini"))
+    cfg = Config(str(HERE / "alembic.ini"), stdout=sys.stdout)  # the current stdout, not the one at import
     cfg.set_main_option("script_location", str(HERE))
     if url:
         cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

@@ -14,6 +14,7 @@ Steps for one window (publishing is :mod:`stream.publish`):
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from core.encoding import Schema, encode
+from core.engines.base import PRIVATE_DIAGNOSTICS
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
@@ -37,6 +39,21 @@ log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")
 DEFAULT_ENGINE = "cg-kanon"
 FALLBACK_ENGINES = ("mondrian", "optimal")
+
+
+_MAX_DIAGNOSTIC_BYTES = 100_000
+
+
+def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front)."""
+    out: dict[str, Any] = {}
+    for key, value in diagnostics.items():
+        if key in PRIVATE_DIAGNOSTICS:
+            continue
+        clean = clean_json(value)
+        if len(json.dumps(clean, default=str)) <= _MAX_DIAGNOSTIC_BYTES:
+            out[key] = clean
+    return out
 
 
 def resolve_engine(settings: Settings) -> str:
@@ -172,7 +189,10 @@ class Orchestrator:
         class_ids = np.asarray(release.class_ids).astype(np.int64)
         rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
                                                        strict=True)]
-        rows = clean_json(rows)
+        # Publish in a random order (seeded by the release): input order would leak arrival order, and for
+        # heterogeneous releases the true matches (ILS paper, section 1).
+        order = np.random.default_rng([seed, 2]).permutation(len(rows))
+        rows = clean_json([rows[i] for i in order])
         released_ids = [int(i) for i in rows_df.index]
         suppressed_ids = [int(i) for i in release.suppressed]
         messages = record_messages(rid, self.columns, rows)
@@ -193,6 +213,7 @@ class Orchestrator:
             "records": len(rows), "columns": self.columns, "checksum": checksum(messages),
             "created_at": now.isoformat(),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "diagnostics": public_diagnostics(release.diagnostics),
         })
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
