@@ -35,7 +35,7 @@ LossName = Literal["lm", "precision"]
 Backend = Literal["numba", "numpy"]
 _MAX_KEY = 2**62
 _MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
-_MAX_TABLE_CELLS = 40_000_000  # cached class tables limit (int32 cells, about 160 MB)
+_MAX_TABLE_CELLS = 20_000_000  # cached class tables limit (int32 cells, about 80 MB)
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,9 @@ class NodeEvaluator:
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=loss, gen_loss=gen)
 
     def row_partition(self, levels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """For every input row: its class id at ``levels`` and whether it is suppressed."""
-        cls, n_cls = self.class_ids(tuple(levels))
+        """For every input row: its class id at ``levels`` and whether it is suppressed.
+
+        Called once per release, so it uses the numpy path (cheaper than loading another kernel)."""
+        cls, n_cls = self.class_ids(tuple(levels), backend="numpy")
         fail = self.failing(cls, n_cls)
         return cls[self.inverse], fail[cls][self.inverse]
