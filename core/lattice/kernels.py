@@ -11,6 +11,21 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _probe(slot_key: np.ndarray, slot_cls: np.ndarray, mask: int, key: int, n: int) -> int:  # pragma: no cover
+    """Open-addressing lookup of ``key``: its class id, or ``n`` (inserted as a new class)."""
+    h = (key * 0x9E3779B97F4A7C15) & mask
+    while True:
+        sk = slot_key[h]
+        if sk == key:
+            return slot_cls[h]
+        if sk == -1:
+            slot_key[h] = key
+            slot_cls[h] = n
+            return n
+        h = (h + 1) & mask
+
+
 @njit(cache=True, nogil=True)
 def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, counts: np.ndarray):  # pragma: no cover
     """Class id per distinct row and class sizes for one node.
@@ -33,19 +48,9 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, counts:
         key = 0
         for a in range(d):
             key += codes[a, levels[a], j] * radix[a]
-        h = (key * 0x9E3779B97F4A7C15) & mask
-        while True:
-            sk = slot_key[h]
-            if sk == key:
-                c = slot_cls[h]
-                break
-            if sk == -1:
-                slot_key[h] = key
-                slot_cls[h] = n_cls
-                c = n_cls
-                n_cls += 1
-                break
-            h = (h + 1) & mask
+        c = _probe(slot_key, slot_cls, mask, key, n_cls)
+        if c == n_cls:
+            n_cls += 1
         cls[j] = c
         sizes[c] += counts[j]
     return cls, sizes[:n_cls]
@@ -107,20 +112,10 @@ def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, ds
             key += code * radix[a]
         for a in range(d, w):
             key += tab[j, a] * radix[a]
-        h = (key * 0x9E3779B97F4A7C15) & mask
-        while True:
-            sk = slot_key[h]
-            if sk == key:
-                cl = slot_cls[h]
-                break
-            if sk == -1:
-                slot_key[h] = key
-                slot_cls[h] = n
-                rep[n] = j
-                cl = n
-                n += 1
-                break
-            h = (h + 1) & mask
+        cl = _probe(slot_key, slot_cls, mask, key, n)
+        if cl == n:
+            rep[n] = j
+            n += 1
         sizes[cl] += cnt[j]
     out = np.empty((n, w), np.int32)
     for i in range(n):
@@ -150,19 +145,9 @@ def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray, cnt: np.ndarray
         key = 0
         for a in range(ncols):
             key += tab[j, a] * radix[a]
-        h = (key * 0x9E3779B97F4A7C15) & mask
-        while True:
-            sk = slot_key[h]
-            if sk == key:
-                cl = slot_cls[h]
-                break
-            if sk == -1:
-                slot_key[h] = key
-                slot_cls[h] = n
-                cl = n
-                n += 1
-                break
-            h = (h + 1) & mask
+        cl = _probe(slot_key, slot_cls, mask, key, n)
+        if cl == n:
+            n += 1
         cls[j] = cl
         sizes[cl] += cnt[j]
     return cls, sizes[:n]
