@@ -12,6 +12,15 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _hash_table(rows: int):  # pragma: no cover
+    """Empty open-addressing table with at least twice ``rows`` slots: (keys, class ids, mask)."""
+    cap = 1
+    while cap < 2 * rows:
+        cap *= 2
+    return np.full(cap, -1, np.int64), np.empty(cap, np.int64), cap - 1
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _probe(slot_key: np.ndarray, slot_cls: np.ndarray, mask: int, key: int, n: int) -> int:  # pragma: no cover
     """Open-addressing lookup of ``key``: its class id, or ``n`` (inserted as a new class)."""
     h = (key * 0x9E3779B97F4A7C15) & mask
@@ -35,12 +44,7 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, counts:
     the caller guarantees the key fits int64). Returns (class id per row, sizes per class).
     """
     d, _, m = codes.shape
-    cap = 1
-    while cap < 2 * m:
-        cap *= 2
-    mask = cap - 1
-    slot_key = np.full(cap, -1, np.int64)
-    slot_cls = np.empty(cap, np.int64)
+    slot_key, slot_cls, mask = _hash_table(m)
     cls = np.empty(m, np.int64)
     sizes = np.zeros(m, np.int64)
     n_cls = 0
@@ -77,12 +81,6 @@ def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs
     return rows, extra
 
 
-@njit(cache=True, nogil=True)
-def _slots(c: int):  # pragma: no cover
-    cap = 1
-    while cap < 2 * c:
-        cap *= 2
-    return cap
 
 
 @njit(cache=True, nogil=True)
@@ -96,10 +94,7 @@ def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, ds
     """
     c, w = tab.shape
     d = up.shape[0]
-    cap = _slots(c)
-    mask = cap - 1
-    slot_key = np.full(cap, -1, np.int64)
-    slot_cls = np.empty(cap, np.int64)
+    slot_key, slot_cls, mask = _hash_table(c)
     rep = np.empty(c, np.int64)
     sizes = np.zeros(c, np.int64)
     n = 0
@@ -134,10 +129,7 @@ def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, ds
 def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray, cnt: np.ndarray):  # pragma: no cover
     """Class id of each table row by its first ``ncols`` columns, and class sizes."""
     c = tab.shape[0]
-    cap = _slots(c)
-    mask = cap - 1
-    slot_key = np.full(cap, -1, np.int64)
-    slot_cls = np.empty(cap, np.int64)
+    slot_key, slot_cls, mask = _hash_table(c)
     cls = np.empty(c, np.int64)
     sizes = np.zeros(c, np.int64)
     n = 0
