@@ -170,14 +170,17 @@ class ReleaseRepository:
         return True
 
     # --- publishing --------------------------------------------------------------------------------
-    def claim_unpublished(self, worker: str, now: datetime, timeout_s: float) -> list[str]:
-        """Stored releases to (re-)publish: this worker's own or abandoned claims."""
+    def claim_unpublished(self, worker: str, now: datetime, timeout_s: float,
+                          skip_windows: frozenset[str] = frozenset()) -> list[str]:
+        """Stored releases to (re-)publish: this worker's own or abandoned claims, except releases of
+        ``skip_windows`` (windows the caller is closing and will publish itself)."""
         stale = now - timedelta(seconds=timeout_s)
         mine = or_(Release.publish_claimed_by == worker, Release.publish_claimed_at < stale,
                    Release.publish_claimed_by.is_(None))
         with self.db.read() as s:
-            ids = list(s.execute(select(Release.id).where(Release.state == "stored", mine)
-                                 .order_by(Release.created_at)).scalars())
+            found = s.execute(select(Release.id, Release.window_id).where(Release.state == "stored", mine)
+                              .order_by(Release.created_at)).all()
+        ids = [rid for rid, window_id in found if window_id not in skip_windows]
         claimed = []
         if not ids:
             return claimed

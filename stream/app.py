@@ -85,7 +85,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
         # our own loop rather than app.timer: a tick that releases a large window takes longer than
         # the interval, which is expected here and not worth faust's "timer is overlapping" warning
         while not app.should_stop:
-            await asyncio.sleep(settings.tick_interval_s)
+            await service.wait_tick(settings.tick_interval_s)
             try:
                 await service.tick(sender)
             except Exception:  # a failing tick must not stop the worker; windows stay in the DB

@@ -86,7 +86,6 @@ class Orchestrator:
         self.engine_name = resolve_engine(settings)
         get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
         spec = schema.spec
-        self.timings: dict[str, float] = {}
         self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
                         *spec.passthrough]
 
@@ -106,9 +105,16 @@ class Orchestrator:
         return stored
 
     def close_window(self, window_id: str, why: str, now: datetime) -> str | None:
-        window = self.repo.claim_window(window_id, self.worker, now, self.settings.claim_timeout_s, why)
-        if window is None:
-            return None
+        """Claim the window and release it; None when another worker has it or nothing was released."""
+        window = self.claim(window_id, why, now)
+        return None if window is None else self.release_window(window, now)
+
+    def claim(self, window_id: str, why: str, now: datetime) -> Window | None:
+        """Claim a due window for this worker (None when another worker holds a live claim)."""
+        return self.repo.claim_window(window_id, self.worker, now, self.settings.claim_timeout_s, why)
+
+    def release_window(self, window: Window, now: datetime) -> str | None:
+        """Sample, anonymize, verify and store a claimed window; returns the stored release id."""
         for _attempt in range(3):
             try:
                 return self._release(window, now)
@@ -137,7 +143,7 @@ class Orchestrator:
         s = self.settings
         t0 = time.perf_counter()
         cands = self.repo.candidates(window)
-        self.timings = {"candidates_s": time.perf_counter() - t0}
+        timings = {"candidates_s": time.perf_counter() - t0}  # per call: windows may close concurrently
         eligible, blocked = self._eligible(cands)
         if not eligible:
             self.repo.finish_window(window.id, "empty" if not cands else "carried", None, now, blocked)
@@ -160,7 +166,7 @@ class Orchestrator:
             batch = encode(frame, self.schema)
             t1 = time.perf_counter()
             release = engine.anonymize(batch, params, np.random.default_rng([seed, 1]))
-            self.timings["anonymize_s"] = time.perf_counter() - t1
+            timings["anonymize_s"] = time.perf_counter() - t1
         except InfeasibleError as exc:
             self.repo.finish_window(window.id, "carried", f"{exc.reason}: {exc.message}", now, blocked)
             log.info("window %s carried: %s", window.id, exc.reason)
@@ -170,11 +176,11 @@ class Orchestrator:
             return None
         t2 = time.perf_counter()
         report = verify_release(frame, release, self.schema)
-        self.timings["verify_s"] = time.perf_counter() - t2
+        timings["verify_s"] = time.perf_counter() - t2
         if not report.ok:
             self._hold(window.id, "verification failed: " + "; ".join(report.failures[:3]), now, blocked)
             return None
-        return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now)
+        return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings)
 
     def _hold(self, window_id: str, reason: str, now: datetime, blocked: list[int]) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window_id, reason)
@@ -182,7 +188,7 @@ class Orchestrator:
 
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
-               now: datetime) -> str:
+               now: datetime, timings: dict[str, float]) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
         out = rows_df.reindex(columns=self.columns[1:]).astype(object)
@@ -212,7 +218,7 @@ class Orchestrator:
             "k": k_ach, "l": l_ach, "privacy": release.privacy, "metrics": metrics, "counts": counts,
             "records": len(rows), "columns": self.columns, "checksum": checksum(messages),
             "created_at": now.isoformat(),
-            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "timings": {k: round(v, 3) for k, v in timings.items()},
             "diagnostics": public_diagnostics(release.diagnostics),
         })
         stored = StoredRelease(
@@ -227,5 +233,5 @@ class Orchestrator:
         self.repo.store(stored, self.worker, now)
         log.info("release %s stored: window %s, %d released, %d suppressed, k=%d; %s, store %.2fs", rid, window.id,
                  counts["released"], counts["suppressed"], k_ach,
-                 ", ".join(f"{k} {v:.2f}s" for k, v in self.timings.items()), time.perf_counter() - t3)
+                 ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()), time.perf_counter() - t3)
         return rid

@@ -15,6 +15,7 @@ At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -51,6 +52,9 @@ class WorkerService:
         self.orchestrator = Orchestrator(settings, db, schema, self.worker)
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
+        self._wake = asyncio.Event()  # set when a release slot frees up
+        self._closing: set[str] = set()  # windows this worker is closing now
+        self._tasks: set[asyncio.Future[None]] = set()
         self._last_beat = 0.0
 
     # --- ingest ------------------------------------------------------------------------------------
@@ -110,29 +114,67 @@ class WorkerService:
 
     # --- windows and releases ----------------------------------------------------------------------
     async def tick(self, send: SendFn) -> list[str]:
-        """Close due windows, store their releases, publish every release this worker may publish."""
+        """Start closing due windows, and publish stored releases left unpublished.
+
+        A worker claims a due window only when it has a free release slot (``release_concurrency``),
+        so workers share the windows that fall due together instead of one claiming them all. A
+        claimed window is released in the background, in a thread, and published as soon as it is
+        stored; the tick does not wait for it, and a freed slot wakes the loop (:meth:`wait_tick`).
+        The engines' numba kernels and the database driver release the GIL, so on two cores two
+        10,000-report windows take about as long as one. Returns the releases re-published now.
+        """
         if self._tick_lock.locked():
             return []
         async with self._tick_lock:
             await self._beat()
-            published: list[str] = []
-            publishing: list[asyncio.Future[None]] = []
-            for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
-                rid = await asyncio.to_thread(self.orchestrator.close_window, wid, why, datetime.now(UTC))
-                if rid is None:
-                    continue
-                if self.settings.fault_point == "after-ledger-write":
-                    log.critical("fault point after-ledger-write: exiting hard (testing)")
-                    os._exit(86)
-                # publish each release as soon as it is stored, while the next window is computed
-                publishing.append(asyncio.ensure_future(self.publish(rid, send)))
-                published.append(rid)
-            await asyncio.gather(*publishing)
-            return published + await self.publish_pending(send)
+            free = self.settings.release_concurrency - len(self._closing)
+            if free > 0:
+                for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
+                    if free <= 0:
+                        break
+                    if wid in self._closing:
+                        continue
+                    window = await asyncio.to_thread(self.orchestrator.claim, wid, why, datetime.now(UTC))
+                    if window is None:
+                        continue
+                    free -= 1
+                    self._closing.add(wid)
+                    task = asyncio.ensure_future(self._release_and_publish(window, send))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+            return await self.publish_pending(send)
+
+    async def wait_tick(self, interval: float) -> None:
+        """Sleep until the next tick: ``interval`` seconds, or less when a release slot frees up."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=interval)
+        self._wake.clear()
+
+    async def drain(self) -> None:
+        """Wait for the windows being closed and published now (shutdown, tests)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _release_and_publish(self, window: Any, send: SendFn) -> None:
+        try:
+            rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC))
+            if rid is None:
+                return
+            if self.settings.fault_point == "after-ledger-write":
+                log.critical("fault point after-ledger-write: exiting hard (testing)")
+                os._exit(86)
+            await self.publish(rid, send)
+        except Exception:  # the window stays claimed in the database and is retried when the claim expires
+            log.exception("closing window %s failed; it is retried after the claim timeout", window.id)
+        finally:
+            self._closing.discard(window.id)
+            self._wake.set()
 
     async def publish_pending(self, send: SendFn) -> list[str]:
+        """(Re-)publish stored releases this worker may publish, except those of windows it is closing now."""
         now = datetime.now(UTC)
-        ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_timeout_s)
+        ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_timeout_s,
+                                      frozenset(self._closing))
         done = []
         for rid in ids:
             await self.publish(rid, send)

@@ -1,0 +1,103 @@
+"""How a worker schedules due windows: one claim per free release slot, released in the background,
+each release published exactly once, windows shared between workers (real SQLite ledger, no broker)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+import migrations
+from db import Database
+from db.models import Window
+from stream.io.specs import load_schema
+from stream.service import WorkerService
+from stream.settings import Settings
+from tests.stream.reports import day_of_reports, spec_ref
+
+
+class Recorder:
+    """A producer stand-in that records what would be sent (topic, key, value)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes | None, bytes]] = []
+
+    async def send(self, topic: str, key: bytes | None, value: bytes) -> Any:
+        self.sent.append((topic, key, value))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+
+def _setup(tmp_path: Path, concurrency: int) -> tuple[Settings, Database]:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrations.upgrade(url)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, window_max_reports=60,
+                        fingerprint_key="scheduling-test-key", release_concurrency=concurrency,
+                        engine_params={"time_limit": 0.2})
+    return settings, Database(url)
+
+
+def _claims(db: Database) -> Counter[str | None]:
+    with db.read() as s:
+        return Counter(s.execute(select(Window.claimed_by).where(Window.count > 0)).scalars())
+
+
+def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_path: Path) -> None:
+    settings, db = _setup(tmp_path, concurrency=2)
+    schema = load_schema(settings.spec)
+    first = WorkerService(settings, db, schema, worker="w1")
+    second = WorkerService(settings, db, schema, worker="w2")
+    out = Recorder()
+    reports = day_of_reports(3, 60, seed=5)  # three stations, each window full (cap 60) and due
+
+    async def scenario() -> None:
+        raw = [json.dumps(r).encode() for rows in reports.values() for r in rows]
+        await first.handle_batch(raw, out.send)
+        await first.tick(out.send)
+        assert _claims(db)["w1"] == 2, "two free slots: exactly two windows claimed"
+        assert _claims(db)[None] == 1, "the third due window is left for a worker with a free slot"
+        await second.tick(out.send)
+        assert _claims(db)["w2"] == 1
+        await first.drain()
+        await second.drain()
+        await first.tick(out.send)  # nothing left to claim or re-publish
+        await second.tick(out.send)
+
+    asyncio.run(scenario())
+    manifests = Counter(key for topic, key, _ in out.sent if topic == settings.topic_releases)
+    assert len(manifests) == 3 and set(manifests.values()) == {1}, "each release published exactly once"
+    records = Counter(key for topic, key, _ in out.sent if topic == settings.topic_anonymized)
+    for key, n in records.items():
+        manifest = next(json.loads(v) for t, k, v in out.sent if t == settings.topic_releases and k == key)
+        assert n == manifest["records"]
+    with db.read() as s:
+        assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"released"}
+
+
+def test_a_slot_freed_by_a_finished_release_wakes_the_loop(tmp_path: Path) -> None:
+    settings, db = _setup(tmp_path, concurrency=1)
+    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    out = Recorder()
+    reports = day_of_reports(2, 60, seed=6)
+
+    async def scenario() -> float:
+        await service.handle_batch([json.dumps(r).encode() for rows in reports.values() for r in rows], out.send)
+        await service.tick(out.send)
+        assert _claims(db)["w1"] == 1
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await service.wait_tick(60.0)  # returns when the running release frees its slot, not after 60 s
+        waited = loop.time() - started
+        await service.tick(out.send)
+        await service.drain()
+        return waited
+
+    waited = asyncio.run(scenario())
+    assert waited < 60.0
+    assert _claims(db)["w1"] == 2
+    assert sum(1 for topic, _k, _v in out.sent if topic == settings.topic_releases) == 2
