@@ -72,7 +72,7 @@ def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes
 def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, payloads: list[tuple[bytes, bytes]],
                  n_workers: int, cap: int) -> dict[str, Any]:
     sc = Scenario(kafka, pg, workdir, window_max_reports=cap, idle_timeout_s=10.0, take_within_s=0.2,
-                  log_level="warn", claim_timeout_s=120.0)
+                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"), claim_timeout_s=120.0)
     sc.settings = sc.settings.with_updates(take_max=2000)
     try:
         for _ in range(n_workers):

@@ -151,7 +151,7 @@ class ReleaseRepository:
                 publish_claimed_at=now, created_at=now, publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
             if rel.fingerprints:
-                s.execute(insert(ReleasedFingerprint), [
+                s.execute(insert(ReleasedFingerprint.__table__), [  # Core: no ORM bulk overhead
                     {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "released_at": now}
                     for fp, pfp in rel.fingerprints])
             for ids, state in ((rel.released_ids, "released"), (rel.suppressed_ids, "suppressed"),

@@ -56,6 +56,24 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
 
     sender: SendFn = send
 
+    async def send_many(topic: str, key: bytes | None, values: list[bytes]) -> None:
+        # A release's records share its key, so one partition: the first record is sent alone to learn
+        # it, the rest go in record batches through aiokafka's public batch API (several times faster
+        # than faust's per-message send, which dominated publishing a 10,000-record release).
+        if not values:
+            return
+        producer = app.producer._ensure_producer()  # the aiokafka producer behind faust's
+        first = await (await producer.send(topic, values[0], key=key))
+        pending, batch = [], producer.create_batch()
+        for value in values[1:]:
+            if batch.append(key=key, value=value, timestamp=None) is None:  # full: ship it
+                pending.append(await producer.send_batch(batch, topic, partition=first.partition))
+                batch = producer.create_batch()
+                batch.append(key=key, value=value, timestamp=None)
+        if batch.record_count():
+            pending.append(await producer.send_batch(batch, topic, partition=first.partition))
+        await asyncio.gather(*pending)
+
     @app.agent(reports, concurrency=1, name="ingest")
     async def ingest(stream: Any) -> None:
         # Batches are persisted one at a time, in order, while the next batch is being buffered;
@@ -96,6 +114,8 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
         mine = [tp.partition for tp in assigned if tp.topic == settings.topic_reports]
         await service.record_partitions(mine)
 
+    if hasattr(app.producer, "_ensure_producer"):  # the aiokafka transport (kafka:// brokers)
+        service.send_many = send_many
     app.anonstream_service = service  # type: ignore[attr-defined]
     return app, service
 

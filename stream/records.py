@@ -86,9 +86,14 @@ def record_messages(release_id: str, columns: list[str], rows: list[list[Any]]) 
 
 def checksum(messages: list[dict[str, Any]]) -> str:
     """SHA-256 over the canonical JSON of the release's record messages in ``seq`` order."""
+    return checksum_encoded([dumps(m) for m in sorted(messages, key=lambda m: m["seq"])])
+
+
+def checksum_encoded(encoded: list[bytes]) -> str:
+    """:func:`checksum` of messages already encoded with :func:`dumps`, in ``seq`` order."""
     h = hashlib.sha256()
-    for m in sorted(messages, key=lambda m: m["seq"]):
-        h.update(dumps(m))
+    for m in encoded:
+        h.update(m)
         h.update(b"\n")
     return h.hexdigest()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +32,7 @@ from core.verify import verify_release
 from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepository, StoredRelease, WindowPolicy
 from db.ledger import due_windows
 from db.models import Window
-from stream.records import checksum, clean_json, record_messages
+from stream.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.sampling import draw, release_id, sample_size, window_seed
 from stream.settings import Settings
 
@@ -78,7 +79,11 @@ def window_policy(settings: Settings) -> WindowPolicy:
 class Orchestrator:
     """Closes due windows and turns them into stored releases (thread-safe; DB is the only state)."""
 
-    def __init__(self, settings: Settings, db: Database, schema: Schema, worker_id: str) -> None:
+    def __init__(self, settings: Settings, db: Database, schema: Schema, worker_id: str,
+                 keep_encoded: bool = False) -> None:
+        """``keep_encoded``: keep each stored release's encoded messages for :meth:`take_encoded` (the
+        worker publishes them right after storing; without it the publisher re-encodes from the ledger)."""
+        self.keep_encoded = keep_encoded
         self.settings, self.db, self.schema, self.worker = settings, db, schema, worker_id
         self.policy = window_policy(settings)
         self.pool = PoolRepository(db, self.policy)
@@ -86,8 +91,15 @@ class Orchestrator:
         self.engine_name = resolve_engine(settings)
         get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
         spec = schema.spec
+        self._encoded: dict[str, tuple[bytes, list[bytes]]] = {}  # stored, not yet published (this process)
+        self._encoded_lock = threading.Lock()
         self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
                         *spec.passthrough]
+
+    def take_encoded(self, release_id: str) -> tuple[bytes, list[bytes]] | None:
+        """The encoded manifest and record messages of a release this process just stored (once)."""
+        with self._encoded_lock:
+            return self._encoded.pop(release_id, None)
 
     def due(self, now: datetime) -> list[tuple[str, str]]:
         """Windows to close now (due or abandoned by a crashed closer), with why."""
@@ -201,7 +213,7 @@ class Orchestrator:
         rows = clean_json([rows[i] for i in order])
         released_ids = [int(i) for i in rows_df.index]
         suppressed_ids = [int(i) for i in release.suppressed]
-        messages = record_messages(rid, self.columns, rows)
+        encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
         counts = {"received": len(cands), "released": len(released_ids), "suppressed": len(suppressed_ids),
                   "held_back": len(eligible) - len(sample), "blocked": len(blocked)}
@@ -216,7 +228,7 @@ class Orchestrator:
             "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
             "sample_policy": self.settings.sample_policy, "link_guard": self.settings.link_guard,
             "k": k_ach, "l": l_ach, "privacy": release.privacy, "metrics": metrics, "counts": counts,
-            "records": len(rows), "columns": self.columns, "checksum": checksum(messages),
+            "records": len(rows), "columns": self.columns, "checksum": checksum_encoded(encoded),
             "created_at": now.isoformat(),
             "timings": {k: round(v, 3) for k, v in timings.items()},
             "diagnostics": public_diagnostics(release.diagnostics),
@@ -230,7 +242,9 @@ class Orchestrator:
             suppressed_ids=suppressed_ids, blocked_ids=blocked,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids])
         t3 = time.perf_counter()
-        self.repo.store(stored, self.worker, now)
+        if self.repo.store(stored, self.worker, now) and self.keep_encoded:
+            with self._encoded_lock:
+                self._encoded[rid] = (dumps(manifest), encoded)
         log.info("release %s stored: window %s, %d released, %d suppressed, k=%d; %s, store %.2fs", rid, window.id,
                  counts["released"], counts["suppressed"], k_ach,
                  ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()), time.perf_counter() - t3)
