@@ -89,6 +89,8 @@ class WorkerService:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
         result = await self._persist(accepted, rejections, now)
+        if result.accepted and len(self._closing) < self.settings.release_concurrency:
+            self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
         self.stats["duplicates"] += result.duplicates + result.corrections

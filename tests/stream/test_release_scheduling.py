@@ -79,17 +79,20 @@ def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_pat
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"released"}
 
 
-def test_a_slot_freed_by_a_finished_release_wakes_the_loop(tmp_path: Path) -> None:
+def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
     service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
     out = Recorder()
     reports = day_of_reports(2, 60, seed=6)
 
     async def scenario() -> float:
+        loop = asyncio.get_running_loop()
         await service.handle_batch([json.dumps(r).encode() for rows in reports.values() for r in rows], out.send)
+        started = loop.time()
+        await service.wait_tick(60.0)  # an ingested batch may have filled a window: tick now
+        assert loop.time() - started < 60.0
         await service.tick(out.send)
         assert _claims(db)["w1"] == 1
-        loop = asyncio.get_running_loop()
         started = loop.time()
         await service.wait_tick(60.0)  # returns when the running release frees its slot, not after 60 s
         waited = loop.time() - started
