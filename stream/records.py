@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 def fingerprint(key: bytes, station: str, report_id: str) -> str:
     """Keyed HMAC-SHA256 of station + report id (the only form in which a report id is stored)."""
-    return hmac.new(key, f"report\x1f{station}\x1f{report_id}".encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, f"report\x1f{station}\x1f{report_id}".encode(), "sha256").hex()
 
 
 def person_fingerprint(key: bytes, values: list[str]) -> str | None:
@@ -35,7 +35,7 @@ def person_fingerprint(key: bytes, values: list[str]) -> str | None:
     norm = [" ".join(str(v).split()).casefold() for v in values]
     if not any(norm):
         return None
-    return hmac.new(key, ("person\x1f" + "\x1f".join(norm)).encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(key, ("person\x1f" + "\x1f".join(norm)).encode(), "sha256").hex()
 
 
 def content_hash(data: dict[str, Any]) -> str:

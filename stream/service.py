@@ -71,20 +71,11 @@ class WorkerService:
 
     # --- ingest ------------------------------------------------------------------------------------
     async def handle_batch(self, values: list[bytes], send: SendFn) -> None:
+        """Validate a batch (off the event loop, which keeps fetching meanwhile), dead-letter the rejects
+        with their reasons, and write the accepted reports to the pending pool."""
         s = self.settings
         now = datetime.now(UTC)
-        accepted, rejections, dead = [], [], []
-        for raw in values:
-            res = self.validator.check(raw)
-            if isinstance(res, Rejected):
-                station = res.station_id or "unknown"
-                rejections.append(Rejection(station, res.reason, res.message))
-                payload = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-                dead.append(DeadLetter(payload=payload, reason=res.reason, message=res.message,
-                                       station_id=res.station_id, at=now.isoformat()).model_dump())
-            else:
-                accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
-                                            s.link_guard != "off"))
+        accepted, rejections, dead = await asyncio.to_thread(self._screen, values, now)
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
@@ -97,6 +88,23 @@ class WorkerService:
         if rejections:
             log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
                      result.rejected, result.duplicates + result.corrections)
+
+    def _screen(self, values: list[bytes], now: datetime) -> tuple[list[Any], list[Rejection], list[dict[str, Any]]]:
+        """Split a batch into accepted reports (identifiers dropped), rejections and dead letters."""
+        s = self.settings
+        accepted, rejections, dead = [], [], []
+        for raw in values:
+            res = self.validator.check(raw)
+            if isinstance(res, Rejected):
+                station = res.station_id or "unknown"
+                rejections.append(Rejection(station, res.reason, res.message))
+                payload = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+                dead.append(DeadLetter(payload=payload, reason=res.reason, message=res.message,
+                                       station_id=res.station_id, at=now.isoformat()).model_dump())
+            else:
+                accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
+                                            s.link_guard != "off"))
+        return accepted, rejections, dead
 
     async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
         delay, deadline = 0.2, time.monotonic() + 60.0
