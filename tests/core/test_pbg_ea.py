@@ -14,6 +14,7 @@ from core.engines.pbg import DIRECTIONS, PropertyEvaluator, SearchConfig, eta_ro
 from core.engines.pbg.archive import boxes
 from core.engines.pbg.assess import nondominated_boxes, pareto_mask
 from core.engines.pbg.properties import Indices
+from core.engines.pbg.prune import OptimisticBound
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.lattice import Lattice
@@ -94,8 +95,9 @@ def small():
     return frame, batch, props, exhaustive(props)
 
 
-@pytest.mark.parametrize("objectives", [("k", "S_l", "CM"), ("k", "l", "S_k")])
-def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives):
+@pytest.mark.parametrize("prune", [True, False])
+@pytest.mark.parametrize("objectives", [("k", "S_l", "CM"), ("k", "l", "S_k"), ("k", "GLM")])
+def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives, prune):
     _, batch, props, everything = small
     dirs = np.array([DIRECTIONS[o] for o in objectives])
     allv = np.array([r.vector(objectives) for r in everything])
@@ -103,14 +105,15 @@ def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives)
     equal = 0
     for seed in range(8):
         res = run_search(props.indices, batch.heights, SearchConfig(objectives, (1.0,) * len(objectives)),
-                         np.random.default_rng(seed))
+                         np.random.default_rng(seed), bound=OptimisticBound(props, objectives) if prune else None)
         got = [tuple(r.vector(objectives)) for r in res.front]
         assert set(got) <= front  # never a non-minimal member once the search is over
         equal += set(got) == front
     assert equal >= 6, f"archive equal to the exhaustive front for only {equal} of 8 seeds"
 
 
-def test_archive_occupies_every_nondominated_box_for_k_glm(small):
+@pytest.mark.parametrize("prune", [True, False])
+def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune):
     _, batch, props, everything = small
     objectives, eps = ("k", "GLM"), np.array([1.0, 1.0])
     dirs = np.array([DIRECTIONS[o] for o in objectives])
@@ -119,7 +122,7 @@ def test_archive_occupies_every_nondominated_box_for_k_glm(small):
     hits = 0
     for seed in range(8):
         res = run_search(props.indices, batch.heights, SearchConfig(objectives, tuple(eps)),
-                         np.random.default_rng(seed))
+                         np.random.default_rng(seed), bound=OptimisticBound(props, objectives) if prune else None)
         vals = np.array([r.vector(objectives) for r in res.front])
         assert len(res.front) <= len(Lattice(batch.heights).all_nodes())
         hits += {tuple(int(x) for x in b) for b in boxes(vals, eps)} == nondominated_boxes(ref, dirs, eps)

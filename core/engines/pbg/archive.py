@@ -112,6 +112,30 @@ class Archive:
             return True
         return False
 
+    def rejects(self, raw: np.ndarray) -> np.ndarray:
+        """Whether :meth:`update` would reject each raw vector (a row of ``raw``) now, without
+        changing the archive; a 1-D ``raw`` gives a 0-d array.
+
+        A candidate is rejected when a member box-dominates it or shares its box without being
+        dominated by it. Rejection is monotone: if a vector is rejected, so is every vector that
+        is no better in any coordinate (its box is the same or box-dominated), which is what
+        pruning on an optimistic bound relies on.
+        """
+        raw = np.asarray(raw, dtype=np.float64)
+        flat = raw.ndim == 1
+        v, b = self.orient(raw.reshape(-1, len(self.eps)))
+        if not self.keys:
+            out = np.zeros(len(v), dtype=bool)
+            return out[0] if flat else out
+        vm, bm = self.vals[None, :, :], self.box[None, :, :]
+        vc, bc = v[:, None, :], b[:, None, :]
+        same = (bm == bc).all(axis=2)
+        mem_dom_val = (vm >= vc).all(axis=2) & (vm > vc).any(axis=2)
+        mem_dom_box = (bm >= bc).all(axis=2) & (bm > bc).any(axis=2)
+        cand_dom_val = (vc >= vm).all(axis=2) & (vc > vm).any(axis=2)
+        out = (np.where(same, mem_dom_val, mem_dom_box) | (same & ~cand_dom_val)).any(axis=1)
+        return out[0] if flat else out
+
     def _append(self, key: Hashable, v: np.ndarray, b: np.ndarray, payload: object) -> None:
         self.vals = np.vstack([self.vals, v[None, :]])
         self.box = np.vstack([self.box, b[None, :]])

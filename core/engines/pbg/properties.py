@@ -87,6 +87,20 @@ class Indices:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """A node's :class:`Indices` and what pruning learns from it: the distinct rows it suppresses and
+    their class sizes, every class's size and distinct sensitive values, and the tuples not in their
+    class's majority label over *all* classes (suppressed ones included)."""
+
+    indices: Indices
+    rows: np.ndarray
+    row_sizes: np.ndarray
+    sizes: np.ndarray
+    distinct: np.ndarray | None = None
+    misclassified: int | None = None
+
+
 def unavailable(name: str) -> ParamsError:
     why = "the spec has no sensitive attribute" if name in ("l", "S_l") else "no class_attribute was given for CM"
     return ParamsError(f"quality index '{name}' is unavailable: {why}")
@@ -161,7 +175,30 @@ class PropertyEvaluator:
         n = self.n
         return {"k": n, "l": max(self.n_sens, 1), "S_k": n * n, "S_l": n * n, "GLM": n * self.d, "CM": n}
 
+    def gen_loss(self, levels: tuple[int, ...]) -> float:
+        """Generalization loss of all rows at ``levels`` (before suppression), from the per-level
+        tables: sum over attributes of the weighted loss of its values at that level. No data access."""
+        return sum(self.level_sum[a][int(lv)] for a, lv in enumerate(levels))
+
+    def deficit(self, levels: tuple[int, ...], rows: np.ndarray) -> np.ndarray:
+        """Per distinct row: multiplicity * (1 - its generalized loss at ``levels``), the GLM a row adds
+        (divided by d) when it is suppressed instead of released."""
+        rc = np.zeros(len(rows))
+        for a, lv in enumerate(levels):
+            rc += self.cost[a][int(lv)][rows]
+        return self.counts[rows] * np.maximum(1.0 - rc, 0.0)  # rc <= 1 up to rounding
+
+    def glm_lower(self, levels: tuple[int, ...]) -> float:
+        """A lower bound on GLM without touching the data: every row at its generalized loss, none
+        suppressed (a suppressed row costs 1 >= its generalized loss). Same summation and rounding
+        as :meth:`indices`, so GLM >= this bound holds exactly in floating point."""
+        return round(self.d * self.gen_loss(levels), 6)
+
     def indices(self, levels: tuple[int, ...]) -> Indices:
+        return self.evaluate(levels).indices
+
+    def evaluate(self, levels: tuple[int, ...]) -> Evaluation:
+        """The node's indices plus what :mod:`core.engines.pbg.prune` learns from it."""
         node = tuple(int(x) for x in levels)
         cls, n_cls = self.nodes.class_ids(node)
         cls = np.asarray(cls, dtype=np.int64)
@@ -173,25 +210,24 @@ class PropertyEvaluator:
         k = k_under_budget(sizes, self.eta)
         kept_cls = sizes >= k
         kept_row = kept_cls[cls]
-        suppressed = int(self.counts[~kept_row].sum())
+        rows = np.flatnonzero(~kept_row)
+        suppressed = int(self.counts[rows].sum())
         ks = sizes[kept_cls]
-        gen = sum(self.level_sum[a][lv] for a, lv in enumerate(node))
-        extra = 0.0
-        if suppressed:
-            rows = np.flatnonzero(~kept_row)
-            rc = np.zeros(len(rows))
-            for a, lv in enumerate(node):
-                rc += self.cost[a][lv][rows]
-            extra = float(self.counts[rows] @ (1.0 - rc))
+        gen = self.gen_loss(node)
+        extra = float(self.deficit(node, rows).sum()) if suppressed else 0.0
         out: dict[str, object] = {"levels": node, "k": k, "S_k": int((ks * ks).sum()),
                                   "GLM": round(self.d * (gen + extra), 6), "suppressed": suppressed, "classes": len(ks)}
+        distinct, misclassified = None, None
         if self.sens is not None:
             joint = np.bincount(cls * self.n_sens + self.sens, weights=self.counts,
-                                minlength=len(sizes) * self.n_sens).reshape(len(sizes), self.n_sens)[kept_cls]
-            out["l"] = int((joint > 0).sum(axis=1).min())
-            out["S_l"] = int((joint.astype(np.int64) ** 2).sum())
+                                minlength=len(sizes) * self.n_sens).reshape(len(sizes), self.n_sens)
+            distinct = (joint > 0).sum(axis=1)
+            out["l"] = int(distinct[kept_cls].min())
+            out["S_l"] = int((joint[kept_cls].astype(np.int64) ** 2).sum())
         if self.labels is not None:
             tab = np.stack([np.bincount(cls, weights=self.labels[:, j], minlength=len(sizes))
-                            for j in range(self.labels.shape[1])], axis=1)[kept_cls]
-            out["CM"] = int(np.rint(tab.sum() - tab.max(axis=1).sum())) + suppressed
-        return Indices(**out)  # type: ignore[arg-type]
+                            for j in range(self.labels.shape[1])], axis=1)
+            wrong = np.rint(tab.sum(axis=1) - tab.max(axis=1)).astype(np.int64)
+            out["CM"] = int(wrong[kept_cls].sum()) + suppressed
+            misclassified = int(wrong.sum())
+        return Evaluation(Indices(**out), rows, sizes[cls[rows]], sizes, distinct, misclassified)  # type: ignore[arg-type]
