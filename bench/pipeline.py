@@ -14,7 +14,7 @@ Measures
   * the ceiling: a faust agent forwarding every message of the same 50,000 reports to another topic,
     timed the same way (first push to last forwarded message).
 
-    .venv/bin/python bench/pipeline.py [--quick]
+    .venv/bin/python bench/pipeline.py [--quick] [--scaling]
 
 Writes bench/results/pipeline.json and prints a table. The machine has 2 cores shared with other
 jobs: wall-clock figures are noisy, and two workers compete with the broker, PostgreSQL and the
@@ -70,10 +70,10 @@ def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes
 
 
 def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, payloads: list[tuple[bytes, bytes]],
-                 n_workers: int, cap: int) -> dict[str, Any]:
+                 n_workers: int, cap: int, **settings: Any) -> dict[str, Any]:
     sc = Scenario(kafka, pg, workdir, window_max_reports=cap, idle_timeout_s=10.0, take_within_s=0.2,
                   log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"), claim_timeout_s=120.0)
-    sc.settings = sc.settings.with_updates(take_max=2000)
+    sc.settings = sc.settings.with_updates(take_max=2000, **settings)
     try:
         for _ in range(n_workers):
             sc.start_worker()
@@ -208,6 +208,9 @@ def run_passthrough(kafka: EmbeddedBroker, workdir: Path, payloads: list[tuple[b
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5 stations x 2,000 reports, one pipeline run")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also run one and two workers with RELEASE_CONCURRENCY=1 (one window per worker at a "
+                             "time), which shows worker scaling when a single worker does not fill the cores")
     args = parser.parse_args()
     quiet_clients()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the broker and PostgreSQL
@@ -228,6 +231,11 @@ def main() -> int:
         if not args.quick:
             print("pipeline, two workers ...", file=sys.stderr, flush=True)
             results["two_workers"] = run_pipeline(kafka, pg, workdir / "w2", payloads, 2, per_station)
+        if args.scaling and not args.quick:
+            for n, name in ((1, "one_worker_1slot"), (2, "two_workers_1slot")):
+                print(f"pipeline, {name} ...", file=sys.stderr, flush=True)
+                results[name] = run_pipeline(kafka, pg, workdir / name, payloads, n, per_station,
+                                             release_concurrency=1)
     finally:
         kafka.stop()
         pg.stop()
@@ -235,22 +243,28 @@ def main() -> int:
     results["one_worker_vs_passthrough"] = round(one["throughput"] / pt["throughput"], 3)
     if "two_workers" in results:
         results["two_vs_one_worker"] = round(results["two_workers"]["throughput"] / one["throughput"], 3)
+    if "two_workers_1slot" in results:
+        results["two_vs_one_worker_1slot"] = round(results["two_workers_1slot"]["throughput"]
+                                                   / results["one_worker_1slot"]["throughput"], 3)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "pipeline.json").write_text(json.dumps(results, indent=2))
-    print(f"{'run':<14}{'reports':>9}{'seconds':>9}{'reports/s':>11}{'lat med':>9}{'lat max':>9}{'peak MB':>10}")
-    print(f"{'pass-through':<14}{pt['reports']:>9}{pt['seconds']:>9}{pt['throughput']:>11}{'':>9}{'':>9}"
+    print(f"{'run':<19}{'reports':>9}{'seconds':>9}{'reports/s':>11}{'lat med':>9}{'lat max':>9}{'peak MB':>10}")
+    print(f"{'pass-through':<19}{pt['reports']:>9}{pt['seconds']:>9}{pt['throughput']:>11}{'':>9}{'':>9}"
           f"{pt['peak_mb']:>10}")
-    for name in ("one_worker", "two_workers"):
+    runs = ("one_worker", "two_workers", "one_worker_1slot", "two_workers_1slot")
+    for name in runs:
         if name in results:
             r = results[name]
-            print(f"{name:<14}{r['reports']:>9}{r['seconds']:>9}{r['throughput']:>11}{r['latency_s']['median']:>9}"
+            print(f"{name:<19}{r['reports']:>9}{r['seconds']:>9}{r['throughput']:>11}{r['latency_s']['median']:>9}"
                   f"{r['latency_s']['max']:>9}{max(m or 0 for m in r['worker_peak_mb']):>10}")
     print(f"one worker / pass-through = {results['one_worker_vs_passthrough']}"
           + (f"; two / one worker = {results['two_vs_one_worker']}" if "two_vs_one_worker" in results else ""))
     print(f"full-window latencies (s): {one['latency_full_windows_s']}")
     cols = ("due_after_push_s", "claimed_after_push_s", "candidates_s", "anonymize_s", "verify_s", "published_s",
             "manifest_s")
-    for name in ("one_worker", "two_workers"):
+    if "two_vs_one_worker_1slot" in results:
+        print(f"one release slot per worker: two / one worker = {results['two_vs_one_worker_1slot']}")
+    for name in runs:
         if name in results:
             print(f"{name}: due, claimed (after push) / candidates / anonymize / verify / published, manifest "
                   "(after claim), s")

@@ -96,6 +96,26 @@ class Orchestrator:
         self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
                         *spec.passthrough]
 
+    def warm_up(self, rows: list[dict[str, Any]]) -> None:
+        """Run the engine once on a few accepted reports and discard the result.
+
+        The engines' numba kernels are loaded from their on-disk cache on first use (about a second
+        for CG-Kanon), which would otherwise come out of the first window's anytime budget and
+        latency. Nothing is stored, published or logged about the rows.
+        """
+        started = time.perf_counter()
+        try:
+            engine = get_engine(self.engine_name)
+            s = self.settings
+            params = make_params(engine, {"k": s.k, "l": s.l, "max_suppression": s.max_suppression,
+                                          **s.engine_params})
+            batch = encode(pd.DataFrame(rows), self.schema)
+            engine.anonymize(batch, params, np.random.default_rng(0))
+        except Exception as exc:  # a warm-up that fails (e.g. too few rows for k) changes nothing
+            log.debug("engine warm-up skipped: %s", type(exc).__name__)
+            return
+        log.info("engine %s warmed up in %.2fs", self.engine_name, time.perf_counter() - started)
+
     def take_encoded(self, release_id: str) -> tuple[bytes, list[bytes]] | None:
         """The encoded manifest and record messages of a release this process just stored (once)."""
         with self._encoded_lock:

@@ -68,6 +68,7 @@ class WorkerService:
         self._closing: set[str] = set()  # windows this worker is closing now
         self._tasks: set[asyncio.Future[None]] = set()
         self._last_beat = 0.0
+        self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
 
     # --- ingest ------------------------------------------------------------------------------------
     async def handle_batch(self, values: list[bytes], send: SendFn) -> None:
@@ -80,6 +81,9 @@ class WorkerService:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
         result = await self._persist(accepted, rejections, now)
+        if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
+            rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
+            self._warm_up = asyncio.ensure_future(asyncio.to_thread(self.orchestrator.warm_up, rows))
         if result.accepted and len(self._closing) < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
         self.stats["ingested"] += result.accepted

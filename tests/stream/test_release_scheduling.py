@@ -104,3 +104,26 @@ def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path) -> Non
     assert waited < 60.0
     assert _claims(db)["w1"] == 2
     assert sum(1 for topic, _k, _v in out.sent if topic == settings.topic_releases) == 2
+
+
+def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    settings, db = _setup(tmp_path, concurrency=1)
+    settings = settings.with_updates(window_max_reports=10_000)  # nothing falls due
+    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    out = Recorder()
+    rows = day_of_reports(1, 150, seed=7)["S1"]
+
+    async def scenario() -> None:
+        await service.handle_batch([json.dumps(r).encode() for r in rows], out.send)
+        assert service._warm_up is not None
+        await service._warm_up
+        await service.tick(out.send)
+        await service.drain()
+
+    with caplog.at_level("INFO", logger="stream.release"):
+        asyncio.run(scenario())
+    assert any("warmed up" in r.getMessage() for r in caplog.records)
+    assert not any(row["name"] in r.getMessage() for r in caplog.records for row in rows[:20])
+    assert out.sent == []
+    with db.read() as s:
+        assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"open"}
