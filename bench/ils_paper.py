@@ -18,7 +18,8 @@ five). Every release is checked by the independent verifier. Also measured: the 
 against a numpy version (``bench/_ils_numpy.py``) on the same start, and the time-vs-quality curve
 (Fig. 5) written as a PNG.
 
-Usage: ``.venv/bin/python bench/ils_paper.py [--quick] [--budget-scale X]``.
+Usage: ``.venv/bin/python bench/ils_paper.py [--quick] [--budget-scale X] [--only DATASET,N,K ...]``;
+``--only`` runs just the given configurations (repeatable) and writes ``ils_paper_only.json``.
 Timings are wall-clock on a shared, loaded 2-core machine: treat them as upper bounds.
 """
 
@@ -171,14 +172,26 @@ def plot_fig5(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def parse_only(spec: str, sets: dict[str, Any]) -> tuple[str, int, int]:
+    """``DATASET,N,K`` of ``--only`` as a grid entry."""
+    parts = spec.split(",")
+    if len(parts) != 3 or parts[0] not in sets or not (parts[1].isdigit() and parts[2].isdigit()):
+        raise SystemExit(f"error: --only expects DATASET,N,K with DATASET in {sorted(sets)}, got '{spec}'")
+    return parts[0], int(parts[1]), int(parts[2])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1k and 5k rows, k=5, short budgets")
     ap.add_argument("--budget-scale", type=float, default=None, help="multiply the ILS time budgets")
+    ap.add_argument("--only", action="append", default=[], metavar="DATASET,N,K",
+                    help="run only this configuration, e.g. census,10000,20 (repeatable)")
     args = ap.parse_args()
     scale = args.budget_scale if args.budget_scale is not None else (0.3 if args.quick else 1.0)
     sets = {"adult": load_adult(), "census": load_census()}
-    if args.quick:
+    if args.only:
+        grid = [parse_only(spec, sets) for spec in args.only]
+    elif args.quick:
         grid = [(d, n, 5) for d in sets for n in (1000, 5000)]
     else:
         grid = []
@@ -188,9 +201,9 @@ def main() -> None:
     for dataset, n, k in grid:
         full, numeric = sets[dataset]
         rows.append(run_config(dataset, full, numeric, n, k, budget_for(n, scale)))
-    cmp_n = 1000 if args.quick else 5000
-    backends = backend_comparison(*sets["adult"], cmp_n, 5, 5.0 if args.quick else 20.0)
-    name = "ils_paper_quick" if args.quick else "ils_paper"
+    cmp_n = 1000 if args.quick or args.only else 5000
+    backends = backend_comparison(*sets["adult"], cmp_n, 5, 5.0 if args.quick or args.only else 20.0)
+    name = "ils_paper_only" if args.only else "ils_paper_quick" if args.quick else "ils_paper"
     RESULTS.mkdir(parents=True, exist_ok=True)
     png = RESULTS / f"{name}_fig5.png"
     plot_fig5(rows, png)
