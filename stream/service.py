@@ -177,7 +177,8 @@ class WorkerService:
         self._wake.clear()
 
     async def drain(self) -> None:
-        """Wait for the windows being closed and published now (shutdown, tests)."""
+        """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
+        the claim timeout, which loses nothing)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 

@@ -57,6 +57,8 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None,
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
+            # no signal handlers on Windows (NotImplementedError) or outside the main thread (RuntimeError):
+            # the console then stops with the process, as any asyncio program does
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         try:
