@@ -42,10 +42,11 @@ from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.hetero.assign_search import AssignSearch
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data
 from core.engines.hetero.graph import candidates, regular_from_clusters
-from core.engines.hetero.objective import clustering_objective
+from core.engines.hetero.objective import clustering_objective, matching_objective
 from core.engines.hetero.release import heterogeneous_release
 from core.engines.hetero.runner import Searcher
 from core.engines.kmember import kmember_cls
@@ -63,6 +64,14 @@ class ILSParams(EngineParams):
     neighbourhood: Literal["knn", "full"] = Field(default="knn", description="partner rows of a move: knn | full")
     candidates: int = Field(default=64, ge=1, description="nearest rows per row in the knn neighbourhood")
     slack: float = Field(default=0.0, ge=0, description="accept a local optimum up to (1 + slack) x the incumbent")
+    search: Literal["assign", "2opt"] = Field(
+        default="assign", description="assign: block-assignment construction and passes, then the 2-opt ILS | "
+                                      "2opt: the paper's 2-opt ILS only")
+    block_size: int = Field(default=800, ge=2, description="rows per block of the assignment moves (assign search)")
+    assign_share: float = Field(default=0.75, ge=0, le=1,
+                                description="share of the time budget for construction and passes (assign search)")
+    passes: int | None = Field(default=None, ge=0, description="most block-reassignment passes (assign search); "
+                                                               "default: until the share is used or passes stall")
 
     @model_validator(mode="after")
     def _bounded(self) -> ILSParams:
@@ -114,16 +123,30 @@ class ILSEngine(Engine):
         size = params.candidates if params.neighbourhood == "knn" else 0
         cand = candidates(data, size, params.objective, rng)
         t_cand = time.perf_counter() - started - t_start
+        initial = matching_objective(data, matches, params.objective)
+        budget = None if params.time_limit == 0 else max(params.time_limit - (time.perf_counter() - started), 0.0)
+        t_before = time.perf_counter() - started
+        assign = None
+        if params.search == "assign" and params.k > 1:
+            assign = AssignSearch(data, matches, params.objective, cand, params.block_size, rng)
+            phase_end = np.inf if budget is None else time.perf_counter() + budget * params.assign_share
+
+            def report_assign(elapsed: float, msg: str) -> None:
+                done = elapsed / budget if budget else 0.0
+                progress(min(done, 0.99), f"{msg}: {params.objective} {assign.objective():.5f}")
+
+            assign.run(phase_end, params.passes, report_assign)
+            matches = assign.M
+        t_assign = time.perf_counter() - started - t_before
+        remaining = None if budget is None else max(params.time_limit - (time.perf_counter() - started), 0.0)
         search = Searcher(data, matches, params.objective, cand, int(rng.integers(1, 2**63 - 1)),
                           params.perturbation, params.slack)
-        initial = search.objective()
-        budget = None if params.time_limit == 0 else max(params.time_limit - (time.perf_counter() - started), 0.0)
 
         def report(elapsed: float, msg: str) -> None:
-            done = elapsed / budget if budget else 0.0
-            progress(min(done, 0.99), f"{msg}: {params.objective} {search.objective():.5f}")
+            done = (t_assign + elapsed) / budget if budget else 0.0
+            progress(min(done, 0.99), f"2-opt {msg}: {params.objective} {search.objective():.5f}")
 
-        counters = search.run(budget, params.max_iterations, report)
+        counters = search.run(remaining, params.max_iterations, report)
         final = search.objective()
         result = search.matches.copy()
         if final > initial:  # never return worse than the start (guards against rounding)
@@ -137,6 +160,14 @@ class ILSEngine(Engine):
             "accepted": counters.accepted, "moves_evaluated": counters.descent_evals + counters.ils_evals,
             "moves_applied": counters.descent_moves + counters.ils_moves,
             "start_time_s": round(t_start, 4), "candidates_time_s": round(t_cand, 4),
-            "trace": [(round(t + t_start + t_cand, 4), float(v)) for t, v in counters.trace],
+            "search": params.search,
+            "trace": [(round(t + t_before, 4), float(v)) for t, v in (assign.counters.trace if assign else [])]
+                     + [(round(t + t_before + t_assign, 4), float(v)) for t, v in counters.trace],
         }
+        if assign is not None:
+            ac = assign.counters
+            diag.update({"construction_objective": ac.construct_objective, "construction_used": ac.construct_used,
+                         "construction_time_s": round(ac.construct_s, 4), "assign_passes": ac.passes,
+                         "assign_blocks": ac.blocks, "assign_stalled": ac.stalled,
+                         "assign_objective": assign.objective(), "assign_time_s": round(t_assign, 4)})
         return heterogeneous_release(self.name, batch, data, result, params, started, diag)

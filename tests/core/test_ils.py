@@ -35,9 +35,11 @@ def run_ils(df, schema=SCHEMA, seed=0, **values):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=8, max_rows=70), k=st.integers(2, 5), objective=st.sampled_from(["gcp", "sil"]),
-       start=st.sampled_from(["kmember", "lgreedy"]), seed=st.integers(0, 2**16))
-def test_output_is_k_regular_and_never_worse_than_start(df, k, objective, start, seed):
-    rel = run_ils(df, seed=seed, k=k, objective=objective, start=start, max_iterations=25)
+       start=st.sampled_from(["kmember", "lgreedy"]), seed=st.integers(0, 2**16),
+       search=st.sampled_from(["assign", "2opt"]), block_size=st.integers(2, 40))
+def test_output_is_k_regular_and_never_worse_than_start(df, k, objective, start, seed, search, block_size):
+    rel = run_ils(df, seed=seed, k=k, objective=objective, start=start, max_iterations=25, search=search,
+                  block_size=block_size)
     report = verify_release(df, rel, SCHEMA)
     assert report.ok, report.failures
     assert report.k == k
@@ -118,21 +120,37 @@ def test_perturbation_is_undone_exactly_from_its_log(df, k, objective, seed):
         np.testing.assert_allclose(x, y, atol=1e-9, err_msg=name)
 
 
+@pytest.mark.parametrize("search", ["assign", "2opt"])
 @pytest.mark.parametrize("objective", ["gcp", "sil"])
-def test_same_seed_and_budget_give_the_same_result(objective):
+def test_same_seed_and_budget_give_the_same_result(objective, search):
     df = _table(120, 11)
-    a = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300)
-    b = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300)
+    a = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300, search=search, block_size=30)
+    b = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300, search=search, block_size=30)
     assert (a.diagnostics["matching"] == b.diagnostics["matching"]).all()
     assert a.rows.equals(b.rows)
     assert a.diagnostics["objective_value"] == b.diagnostics["objective_value"]
     assert a.diagnostics["iterations"] == 300
+    if search == "assign":
+        assert a.diagnostics["assign_passes"] == b.diagnostics["assign_passes"] > 0
+
+
+def test_paper_search_runs_no_assignment_phase_and_assign_search_reports_it():
+    df = _table(150, 3)
+    paper = run_ils(df, seed=1, k=5, search="2opt")
+    assert paper.diagnostics["search"] == "2opt" and "assign_passes" not in paper.diagnostics
+    ours = run_ils(df, seed=1, k=5, search="assign", block_size=40, passes=6)
+    diag = ours.diagnostics
+    assert diag["assign_passes"] <= 6 and diag["construction_objective"] is not None
+    assert diag["assign_objective"] <= min(diag["start_objective"], diag["construction_objective"]) + 1e-12
+    assert diag["objective_value"] <= diag["assign_objective"] + 1e-12  # the 2-opt ILS only improves on it
+    assert verify_release(df, ours, SCHEMA).ok
 
 
 def test_variants_stay_valid_and_improve():
     df = _table(90, 4)
     for values in ({"neighbourhood": "full"}, {"slack": 0.05}, {"perturbation": 6, "candidates": 4},
-                   {"start": "mondrian"}, {"time_limit": 0.3, "max_iterations": None}):
+                   {"start": "mondrian"}, {"time_limit": 0.3, "max_iterations": None},
+                   {"search": "2opt"}, {"search": "assign", "assign_share": 0.0}, {"block_size": 2}):
         rel = run_ils(df, seed=2, k=3, **values)
         assert verify_release(df, rel, SCHEMA).ok, values
         diag = rel.diagnostics
