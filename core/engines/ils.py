@@ -15,20 +15,28 @@ homogeneous k-anonymity. WEAKER SPOT: against an adversary who already knows c t
 protection drops to k - c - phi(k) with 0 <= phi <= 34 c^2 / k (§3, after Doka et al.), whereas a
 homogeneous class drops to k - c. No row is suppressed; l-diversity and t-closeness are not offered.
 
-Search: start from any homogeneous clustering (``start``: k-member, l-greedy or any registered
-engine that returns classes of >= k rows without suppression), turned into a k-regular graph as
-§5.5 describes; descend with first-improvement 2-opt moves over tuple-disjoint edges and the
-candidate list of Algorithm 2; then iterate perturbation (``perturbation`` random swaps), descent
-and acceptance. The objective is GCP (eq. 1-4) or SIL (eq. 5-7); a move's delta costs O(d) through
-the §5 structures (:mod:`core.engines.hetero.state`). Anytime: it stops at ``time_limit`` seconds or
-after ``max_iterations`` ILS iterations and never returns a worse solution than its start.
-Interpretations are listed in :mod:`core.engines.hetero.search` and docs/engines/ils.md.
+Search (``search = "2opt"``, the paper's): start from any homogeneous clustering (``start``: k-member,
+l-greedy or any registered engine that returns classes of >= k rows without suppression), turned
+into a k-regular graph as §5.5 describes; descend with first-improvement 2-opt moves over
+tuple-disjoint edges and the candidate list of Algorithm 2; then iterate perturbation
+(``perturbation`` random swaps), descent and acceptance. The objective is GCP (eq. 1-4) or SIL
+(eq. 5-7); a move's delta costs O(d) through the §5 structures (:mod:`core.engines.hetero.state`).
 
-KNOWN WEAKNESS (measured, docs/engines/ils.md "Large k"): at large k a 2-opt move rarely changes
-GCP (only 8.7 % of the edges of a k = 20 local optimum on the census table are unique extremes or
-values), so with 60 s the GCP gain shrinks with k (census 10k: 22 % at k = 3, 2.8 % at k = 20).
-Wider partner lists, stronger perturbation, acceptance slack, focused perturbation and a
-lexicographic tie-break were measured and did not close the gap within 60 s.
+Search (``search = "assign"``, the default; OUR ADDITION, not in the paper): the same start is the
+incumbent; an assignment phase (:mod:`core.engines.hetero.assign_search`) first builds a k-regular
+graph from scratch by block assignment (Doka et al.'s construction, on which the paper builds) and
+keeps it if better, then runs exact block-reassignment passes (every row of a block of nearby rows
+releases one match; the released matches are redistributed by an optimal assignment, which
+covers every 2-opt move and cyclic exchange among the released matches); the paper's 2-opt
+ILS then continues from the result for the rest of the budget. Because the construction does not
+depend on the start, the result depends little on which heuristic started it; the start remains
+the reference for the RPI (eq. 9) and the fallback. Measured (docs/engines/ils.md): at large k the
+2-opt search alone stalls (census 10k, k = 20: 2.8 % GCP RPI over k-member in 60 s), the assignment
+search reaches 12.6 %.
+
+Anytime: it stops at ``time_limit`` seconds or after ``max_iterations`` ILS iterations (and, for
+``assign``, ``passes``) and never returns a worse solution than its start. Interpretations are
+listed in :mod:`core.engines.hetero.search`, :mod:`core.engines.hetero.reassign` and docs/engines/ils.md.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def mixing_costs(keys: list[np.ndarray], weights: np.ndarray, nominal: np.ndarra
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _grow(cand, order, size, min_size):  # pragma: no cover
     """Block id per row: breadth-first growth over ``cand`` from seeds in ``order``."""
     n = cand.shape[0]

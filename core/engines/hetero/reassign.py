@@ -35,7 +35,7 @@ from core.engines.hetero.blocks import BlockPlanner
 FORBIDDEN = 1e9  # cost of giving a row a match it already has (the identity stays feasible)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def block_costs(M, excl, blk, targets, xn, xc, offs, inv_range, cat_den, inv_std, inv_cstd, objective,
                 head):  # pragma: no cover
     """``cost[i, t]``: row ``blk[i]``'s objective term after receiving ``targets[t]``.
@@ -129,7 +129,7 @@ def block_costs(M, excl, blk, targets, xn, xc, offs, inv_range, cat_den, inv_std
     return cost
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def removal_gains(M, xn, xc, offs, inv_range, cat_den):  # pragma: no cover
     """``gain[r, s]``: the GCP term row r frees when match ``M[r, s]`` is removed (0 for the self slot)."""
     n, k = M.shape
