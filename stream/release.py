@@ -18,6 +18,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,11 +146,16 @@ class Orchestrator:
         """Claim a due window for this worker (None when another worker holds a live claim)."""
         return self.repo.claim_window(window_id, self.worker, now, self.settings.claim_timeout_s, why)
 
-    def release_window(self, window: Window, now: datetime) -> str | None:
-        """Sample, anonymize, verify and store a claimed window; returns the stored release id."""
+    def release_window(self, window: Window, now: datetime,
+                       on_verified: Callable[[], None] | None = None) -> str | None:
+        """Sample, anonymize, verify and store a claimed window; returns the stored release id.
+
+        ``on_verified`` is called once the release has passed verification, before the ledger write:
+        the CPU-bound part is over (the worker frees the window's release slot then).
+        """
         for _attempt in range(3):
             try:
-                return self._release(window, now)
+                return self._release(window, now, on_verified)
             except ReleaseConflict as exc:
                 log.warning("window %s: %s; recomputing", window.id, exc)
         self.repo.finish_window(window.id, "held", "kept conflicting with concurrent releases", now)
@@ -171,7 +177,7 @@ class Orchestrator:
                 ok.append(c)
         return ok, blocked
 
-    def _release(self, window: Window, now: datetime) -> str | None:
+    def _release(self, window: Window, now: datetime, on_verified: Callable[[], None] | None = None) -> str | None:
         s = self.settings
         t0 = time.perf_counter()
         cands = self.repo.candidates(window)
@@ -212,6 +218,8 @@ class Orchestrator:
         if not report.ok:
             self._hold(window.id, "verification failed: " + "; ".join(report.failures[:3]), now, blocked)
             return None
+        if on_verified is not None:
+            on_verified()
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings)
 
     def _hold(self, window_id: str, reason: str, now: datetime, blocked: list[int]) -> None:

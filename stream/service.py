@@ -65,7 +65,8 @@ class WorkerService:
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
-        self._closing: set[str] = set()  # windows this worker is closing now
+        self._closing: set[str] = set()  # windows this worker is closing now (until published)
+        self._computing = 0  # of those, windows still sampling / anonymizing / verifying: the release slots
         self._tasks: set[asyncio.Future[None]] = set()
         self._last_beat = 0.0
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
@@ -84,7 +85,7 @@ class WorkerService:
         if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(asyncio.to_thread(self.orchestrator.warm_up, rows))
-        if result.accepted and len(self._closing) < self.settings.release_concurrency:
+        if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
@@ -146,14 +147,17 @@ class WorkerService:
         so workers share the windows that fall due together instead of one claiming them all. A
         claimed window is released in the background, in a thread, and published as soon as it is
         stored; the tick does not wait for it, and a freed slot wakes the loop (:meth:`wait_tick`).
-        The engines' numba kernels and the database driver release the GIL, so on two cores two
-        10,000-report windows take about as long as one. Returns the releases re-published now.
+        A slot bounds the CPU-bound part only (sample, anonymize, verify): it is freed once the
+        release is verified, so the next window is anonymized while the previous one is written to
+        the ledger and published. The engines' numba kernels and the database driver release the
+        GIL, so on two cores two 10,000-report windows take about as long as one. Returns the
+        releases re-published now.
         """
         if self._tick_lock.locked():
             return []
         async with self._tick_lock:
             await self._beat()
-            free = self.settings.release_concurrency - len(self._closing)
+            free = self.settings.release_concurrency - self._computing
             if free > 0:
                 for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
                     if free <= 0:
@@ -165,6 +169,7 @@ class WorkerService:
                         continue
                     free -= 1
                     self._closing.add(wid)
+                    self._computing += 1
                     task = asyncio.ensure_future(self._release_and_publish(window, send))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
@@ -183,8 +188,20 @@ class WorkerService:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def _release_and_publish(self, window: Any, send: SendFn) -> None:
+        loop = asyncio.get_running_loop()
+        slot = {"held": True}
+
+        def free_slot() -> None:  # on the event loop; at most once per window
+            if slot["held"]:
+                slot["held"] = False
+                self._computing -= 1
+                self._wake.set()
+
+        def verified() -> None:  # in the release thread
+            loop.call_soon_threadsafe(free_slot)
+
         try:
-            rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC))
+            rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC), verified)
             if rid is None:
                 return
             if self.settings.fault_point == "after-ledger-write":
@@ -194,6 +211,7 @@ class WorkerService:
         except Exception:  # the window stays claimed in the database and is retried when the claim expires
             log.exception("closing window %s failed; it is retried after the claim timeout", window.id)
         finally:
+            free_slot()
             self._closing.discard(window.id)
             self._wake.set()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -127,3 +128,42 @@ def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path
     assert out.sent == []
     with db.read() as s:
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"open"}
+
+
+def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(tmp_path: Path) -> None:
+    """Storing and publishing do not hold a release slot: the next window is anonymized meanwhile."""
+    settings, db = _setup(tmp_path, concurrency=1)
+    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    out = Recorder()
+    reports = day_of_reports(2, 60, seed=8)  # two full windows, one slot
+    gate, storing = threading.Event(), threading.Event()
+    store = service.orchestrator.repo.store
+
+    def gated_store(*args: Any, **kwargs: Any) -> bool:
+        storing.set()
+        assert gate.wait(30), "the test never opened the gate"
+        return store(*args, **kwargs)
+
+    service.orchestrator.repo.store = gated_store  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        await service.handle_batch([json.dumps(r).encode() for rows in reports.values() for r in rows], out.send)
+        await service.tick(out.send)
+        assert _claims(db)["w1"] == 1, "one slot: one window claimed"
+        assert await asyncio.to_thread(storing.wait, 30), "the first release never reached the ledger write"
+        await service.wait_tick(30.0)  # woken by the freed slot while the first release waits to be stored
+        await service.tick(out.send)
+        assert _claims(db)["w1"] == 2, "the slot was free again before the first release was stored"
+        assert not any(t == settings.topic_releases for t, _k, _v in out.sent), "nothing published yet"
+        gate.set()
+        await service.drain()
+        await service.tick(out.send)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.set()
+    manifests = Counter(key for topic, key, _ in out.sent if topic == settings.topic_releases)
+    assert len(manifests) == 2 and set(manifests.values()) == {1}, "each release published exactly once"
+    with db.read() as s:
+        assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"released"}
