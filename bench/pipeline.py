@@ -59,6 +59,47 @@ def peak_memory_mb(pid: int) -> float | None:
     return None
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu() -> float:
+    """CPU seconds of every PostgreSQL process on the machine (the bench's throwaway cluster only)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if "(postgres)" in text:
+            total += cpu_seconds(int(stat.parent.name))
+    return total
+
+
+class CpuMeter:
+    """Where the CPU went during one run: workers, broker, PostgreSQL, this process (producer+consumer)."""
+
+    def __init__(self, broker_pid: int, worker_pids: list[int]) -> None:
+        self.broker_pid, self.worker_pids = broker_pid, worker_pids
+        self.start = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        t = os.times()
+        return {"workers": sum(cpu_seconds(p) for p in self.worker_pids), "broker": cpu_seconds(self.broker_pid),
+                "postgres": postgres_cpu(), "bench (push + consume)": t.user + t.system}
+
+    def since(self, wall: float) -> dict[str, Any]:
+        end = self._sample()
+        used = {k: round(end[k] - self.start[k], 2) for k in end}
+        total = sum(used.values())
+        return {"cpu_s": used, "total_cpu_s": round(total, 2), "cores_busy": round(total / wall, 2) if wall else None}
+
+
 def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes]]) -> float:
     producer = make_producer(bootstrap)
     started = time.time()
@@ -83,7 +124,9 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
             if len(live) == n_workers and sum(len(w["partitions"]) for w in live) == sc.settings.reports_partitions:
                 break
             time.sleep(0.3)
+        meter = CpuMeter(kafka.proc.pid if kafka.proc else 0, [w.pid for w in sc.workers])
         started = push_all(sc.settings.bootstrap_servers(), sc.settings.topic_reports, payloads)
+        pushed_after = round(time.time() - started, 2)
         sc.pushed = len(payloads)
         arrivals: dict[str, float] = {}
         from stream.consumer import make_consumer
@@ -103,6 +146,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
                     break
         consumer.close()
         memory = [peak_memory_mb(w.pid) for w in sc.workers]
+        cpu = meter.since((max(arrivals.values()) if arrivals else time.time()) - started)
         with sc.db.read() as s:
             from sqlalchemy import func, select
 
@@ -134,7 +178,8 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
         return {"workers": n_workers, "reports": len(payloads), "releases": len(rows),
                 "released": acc.get("released", 0), "suppressed": acc.get("suppressed", 0),
                 "seconds": round(finished - started, 2),
-                "ingest_seconds": round(last_ingest - started, 2),
+                "ingest_seconds": round(last_ingest - started, 2), "push_seconds": pushed_after,
+                "cpu": cpu,
                 "throughput": round(len(payloads) / (finished - started), 1),
                 "latency_s": {"min": round(latencies[0], 2), "median": round(latencies[len(latencies) // 2], 2),
                               "max": round(latencies[-1], 2)},
@@ -192,13 +237,16 @@ def run_passthrough(kafka: EmbeddedBroker, workdir: Path, payloads: list[tuple[b
         deadline = time.monotonic() + 120
         while not Path(str(out) + ".ready").exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
+        meter = CpuMeter(kafka.proc.pid if kafka.proc else 0, [proc.pid])
         started = push_all([kafka.bootstrap], src, payloads)
+        pushed_after = round(time.time() - started, 2)
         while not out.exists() and time.monotonic() < deadline + 600 and proc.poll() is None:
             time.sleep(0.2)
         if not out.exists():
             raise RuntimeError(f"pass-through agent failed; see {workdir / 'passthrough.log'}")
         finished = float(out.read_text())
-        return {"reports": len(payloads), "seconds": round(finished - started, 2),
+        return {"reports": len(payloads), "seconds": round(finished - started, 2), "push_seconds": pushed_after,
+                "cpu": meter.since(finished - started),
                 "throughput": round(len(payloads) / (finished - started), 1),
                 "peak_mb": round(peak_memory_mb(proc.pid) or 0, 1)}
     finally:
@@ -260,6 +308,13 @@ def main() -> int:
     print(f"one worker / pass-through = {results['one_worker_vs_passthrough']}"
           + (f"; two / one worker = {results['two_vs_one_worker']}" if "two_vs_one_worker" in results else ""))
     print(f"full-window latencies (s): {one['latency_full_windows_s']}")
+    print("CPU seconds from the first push to the end (2 cores = 2 CPU-s per wall second):")
+    for name in ("passthrough", *runs):
+        if name in results:
+            r = results[name]
+            parts = ", ".join(f"{k} {v}" for k, v in r["cpu"]["cpu_s"].items())
+            print(f"  {name}: push {r['push_seconds']} s; {r['cpu']['total_cpu_s']} CPU-s "
+                  f"({r['cpu']['cores_busy']} cores busy): {parts}")
     cols = ("due_after_push_s", "claimed_after_push_s", "candidates_s", "anonymize_s", "verify_s", "published_s",
             "manifest_s")
     if "two_vs_one_worker_1slot" in results:
