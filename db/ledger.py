@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from db.bulk import bulk_insert
 from db.models import Counter, DlqEvent, PendingReport, StationControl, Watermark, Window
 from db.session import Database, insert_ignore
 
@@ -236,9 +237,7 @@ class PoolRepository:
         router.save_watermarks()
         if router.commit_counts():
             return None
-        inserted = 0
-        for i in range(0, len(rows), 500):
-            inserted += insert_ignore(s, PendingReport.__table__, rows[i:i + 500], ["fingerprint"])
+        inserted = bulk_insert(s, PendingReport.__table__, rows, ignore_conflicts_on=["fingerprint"])
         if inserted != len(rows):  # another worker inserted the same report concurrently
             return None
         res.accepted = inserted

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, or_, select, update
 
+from db.bulk import bulk_insert, update_where_ids
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
 from db.session import Database
 
@@ -64,10 +65,6 @@ class StoredRelease:
     suppressed_ids: list[int] = field(default_factory=list)
     blocked_ids: list[int] = field(default_factory=list)
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
-
-
-def _chunks(ids: list[int], n: int = 5000) -> list[list[int]]:
-    return [ids[i:i + n] for i in range(0, len(ids), n)]
 
 
 class ReleaseRepository:
@@ -125,9 +122,8 @@ class ReleaseRepository:
                       blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]
         """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``."""
         with self.db.unit() as s:
-            for chunk in _chunks(list(blocked_ids)):
-                s.execute(update(PendingReport).where(PendingReport.id.in_(chunk), PendingReport.state == "pending")
-                          .values(state="blocked"))
+            pending = PendingReport.__table__
+            update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending", {"state": "blocked"})
             s.execute(update(Window).where(Window.id == window_id)
                       .values(state=state, hold_reason=reason, closed_at=now))
             if state == "held":
@@ -150,17 +146,14 @@ class ReleaseRepository:
                 checksum=rel.checksum, manifest=rel.manifest, state="stored", publish_claimed_by=worker,
                 publish_claimed_at=now, created_at=now, publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
-            if rel.fingerprints:
-                s.execute(insert(ReleasedFingerprint.__table__), [  # Core: no ORM bulk overhead
-                    {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "released_at": now}
-                    for fp, pfp in rel.fingerprints])
+            bulk_insert(s, ReleasedFingerprint.__table__, [
+                {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "released_at": now}
+                for fp, pfp in rel.fingerprints])
+            pending = PendingReport.__table__
             for ids, state in ((rel.released_ids, "released"), (rel.suppressed_ids, "suppressed"),
                                (rel.blocked_ids, "blocked")):
-                changed = 0
-                for chunk in _chunks(ids):
-                    changed += s.execute(update(PendingReport).where(
-                        PendingReport.id.in_(chunk), PendingReport.state == "pending")
-                        .values(state=state, release_id=rel.id)).rowcount
+                changed = update_where_ids(s, pending, list(ids), pending.c.state == "pending",
+                                           {"state": state, "release_id": rel.id})
                 if changed != len(ids):
                     raise ReleaseConflict(f"{len(ids) - changed} report(s) left the pool meanwhile")
             s.execute(update(Window).where(Window.id == rel.window_id)
