@@ -16,7 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table, any_, bindparam, text, update
+from sqlalchemy import String, Table, any_, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -91,3 +91,16 @@ def update_where_ids(session: Session, table: Table, ids: list[int], where: Any,
                                        .values(**values)).rowcount)  # type: ignore[attr-defined]
     return changed
 
+
+
+def values_present(session: Session, column: Any, values: list[str]) -> set[str]:
+    """The subset of ``values`` that occur in ``column`` (one array-parameter query on PostgreSQL)."""
+    if not values:
+        return set()
+    if session.get_bind().dialect.name == "postgresql":
+        stmt = select(column).where(column == any_(bindparam("vals", type_=ARRAY(String))))
+        return set(session.execute(stmt, {"vals": list(values)}).scalars())
+    out: set[str] = set()
+    for i in range(0, len(values), 500):
+        out.update(session.execute(select(column).where(column.in_(values[i:i + 500]))).scalars())
+    return out

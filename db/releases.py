@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, or_, select, update
 
-from db.bulk import bulk_insert, update_where_ids
+from db.bulk import bulk_insert, update_where_ids, values_present
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
 from db.session import Database
 
@@ -103,20 +103,12 @@ class ReleaseRepository:
         return [Candidate(*r) for r in rows]
 
     def released_persons(self, person_fps: list[str]) -> set[str]:
-        out: set[str] = set()
         with self.db.read() as s:
-            for i in range(0, len(person_fps), 500):
-                out.update(s.execute(select(ReleasedFingerprint.person_fp).where(
-                    ReleasedFingerprint.person_fp.in_(person_fps[i:i + 500]))).scalars())
-        return out
+            return values_present(s, ReleasedFingerprint.person_fp, person_fps)
 
     def released_reports(self, fingerprints: list[str]) -> set[str]:
-        out: set[str] = set()
         with self.db.read() as s:
-            for i in range(0, len(fingerprints), 500):
-                out.update(s.execute(select(ReleasedFingerprint.fingerprint).where(
-                    ReleasedFingerprint.fingerprint.in_(fingerprints[i:i + 500]))).scalars())
-        return out
+            return values_present(s, ReleasedFingerprint.fingerprint, fingerprints)
 
     def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
                       blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]

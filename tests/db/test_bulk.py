@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, select
 
-from db.bulk import bulk_insert, update_where_ids
+from db.bulk import bulk_insert, update_where_ids, values_present
 from db.models import PendingReport, Window
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
@@ -66,3 +66,16 @@ def test_update_where_ids_counts_only_rows_that_match(ledger_db) -> None:  # typ
         counts = dict(s.execute(select(table.c.state, func.count()).group_by(table.c.state)).all())
         tagged = s.execute(select(func.count()).where(table.c.release_id == "r1")).scalar_one()
     assert counts == {"released": 700, "suppressed": 500} and tagged == 500
+
+
+def test_values_present_finds_exactly_the_stored_values(ledger_db) -> None:  # type: ignore[no-untyped-def]
+    table = PendingReport.__table__
+    with ledger_db.unit() as s:
+        s.execute(Window.__table__.insert(), [window_row()])
+        bulk_insert(s, table, [pending(i) for i in range(1200)])
+    stored = [pending(i)["fingerprint"] for i in range(0, 1200, 3)]
+    absent = [f"zz{i}" for i in range(700)]
+    with ledger_db.read() as s:
+        assert values_present(s, table.c.fingerprint, stored + absent) == set(stored)
+        assert values_present(s, table.c.person_fp, ["p0", "p1", "p2"]) == {"p0", "p2"}  # odd rows have none
+        assert values_present(s, table.c.fingerprint, []) == set()
