@@ -8,9 +8,13 @@ Measures
   * throughput (reports/s) from the first push to the last manifest received by a consumer, with one
     and with two worker processes (target: one worker >= 80 % of the pass-through agent; two workers
     >= 1.6 x one worker);
-  * latency from window close (the worker's claim of the window) to its manifest at the consumer,
-    per window (target <= 5 s for a 10,000-report CG-Kanon window);
+  * latency from window close to its manifest at the consumer, per window, and from the worker's
+    claim of the window (target <= 5 s for a 10,000-report CG-Kanon window). In the 5-station runs
+    all five windows close within seconds of each other, so later ones also wait for a release slot;
+    the ``lone_window`` runs (one station, 10,000 reports, one worker, three times) measure a window
+    that closes while nothing else is being released;
   * peak memory (VmHWM) of each worker process;
+  * the ingest path alone: one worker, no window closing (push to the last report in the pool);
   * the ceiling: a faust agent forwarding every message of the same 50,000 reports to another topic,
     timed the same way (first push to last forwarded message).
 
@@ -192,6 +196,30 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
         sc.close()
 
 
+def run_ingest_only(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path,
+                    payloads: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """One worker ingesting the reports into the pending pool with no window closing (a 1,000,000 cap,
+    10-minute idle timeout): the ingest path alone, push to the last report in the pool."""
+    sc = Scenario(kafka, pg, workdir, window_max_reports=1_000_000, idle_timeout_s=600.0, take_within_s=0.2,
+                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"), claim_timeout_s=120.0)
+    sc.settings = sc.settings.with_updates(take_max=2000)
+    try:
+        worker = sc.start_worker()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not [w for w in worker_rows(sc.db) if w["partitions"]]:
+            time.sleep(0.3)
+        meter = CpuMeter(kafka.proc.pid if kafka.proc else 0, [worker.pid])
+        started = push_all(sc.settings.bootstrap_servers(), sc.settings.topic_reports, payloads)
+        limit = time.monotonic() + 600
+        while time.monotonic() < limit and sc.accounting().get("pending", 0) < len(payloads):
+            time.sleep(0.05)
+        wall = time.time() - started
+        return {"reports": len(payloads), "seconds": round(wall, 2), "throughput": round(len(payloads) / wall, 1),
+                "cpu": meter.since(wall)}
+    finally:
+        sc.close()
+
+
 PASSTHROUGH = '''
 import os, time, faust
 broker, src, dst, n, out, app_id, port = os.environ["PT_ARGS"].split("|")
@@ -274,11 +302,20 @@ def main() -> int:
     try:
         print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
         results["passthrough"] = run_passthrough(kafka, workdir, payloads)
+        if not args.quick:
+            print("one worker, ingest only ...", file=sys.stderr, flush=True)
+            results["ingest_only"] = run_ingest_only(kafka, pg, workdir / "ingest", payloads)
         print("pipeline, one worker ...", file=sys.stderr, flush=True)
         results["one_worker"] = run_pipeline(kafka, pg, workdir / "w1", payloads, 1, per_station)
         if not args.quick:
             print("pipeline, two workers ...", file=sys.stderr, flush=True)
             results["two_workers"] = run_pipeline(kafka, pg, workdir / "w2", payloads, 2, per_station)
+        if not args.quick:
+            lone = [p for p in payloads if p[0] == payloads[0][0]]
+            results["lone_window"] = []
+            for i in range(3):
+                print(f"pipeline, a lone {len(lone)}-report window ({i + 1}/3) ...", file=sys.stderr, flush=True)
+                results["lone_window"].append(run_pipeline(kafka, pg, workdir / f"lone{i}", lone, 1, per_station))
         if args.scaling and not args.quick:
             for n, name in ((1, "one_worker_1slot"), (2, "two_workers_1slot")):
                 print(f"pipeline, {name} ...", file=sys.stderr, flush=True)
@@ -308,6 +345,14 @@ def main() -> int:
     print(f"one worker / pass-through = {results['one_worker_vs_passthrough']}"
           + (f"; two / one worker = {results['two_vs_one_worker']}" if "two_vs_one_worker" in results else ""))
     print(f"full-window latencies (s): {one['latency_full_windows_s']}")
+    if "ingest_only" in results:
+        ing = results["ingest_only"]
+        print(f"ingest only (one worker, no window closing): {ing['seconds']} s, {ing['throughput']} reports/s, "
+              f"worker {ing['cpu']['cpu_s']['workers']} CPU-s")
+    if "lone_window" in results:
+        close = [r["latency_full_windows_s"][0] for r in results["lone_window"] if r["latency_full_windows_s"]]
+        claim = [r["latency_from_claim_s"][0] for r in results["lone_window"]]
+        print(f"lone 10,000-report window, close -> manifest (s): {close}; claim -> manifest: {claim}")
     print("CPU seconds from the first push to the end (2 cores = 2 CPU-s per wall second):")
     for name in ("passthrough", *runs):
         if name in results:
@@ -319,6 +364,12 @@ def main() -> int:
             "manifest_s")
     if "two_vs_one_worker_1slot" in results:
         print(f"one release slot per worker: two / one worker = {results['two_vs_one_worker_1slot']}")
+    for name in ("two_workers", "two_workers_1slot"):  # 2 cores: no run can take less than its CPU-s / 2
+        if name in results:
+            floor = results[name]["cpu"]["total_cpu_s"] / 2
+            base = results["one_worker_1slot" if name.endswith("1slot") else "one_worker"]["seconds"]
+            print(f"{name}: {results[name]['cpu']['total_cpu_s']} CPU-s on 2 cores -> at least {floor:.1f} s, "
+                  f"so at most {base / floor:.2f} x the one-worker run ({base} s)")
     for name in runs:
         if name in results:
             print(f"{name}: due, claimed (after push) / candidates / anonymize / verify / published, manifest "

@@ -25,6 +25,11 @@ from sqlalchemy.types import BigInteger
 _PG = postgresql.dialect()
 
 
+def use_fast_path(session: Session) -> bool:
+    """Whether the PostgreSQL fast path applies (``bench/ledger_writes.py`` turns it off to compare)."""
+    return session.get_bind().dialect.name == "postgresql"
+
+
 def _json_value(obj: Any) -> Any:
     """Datetimes as ISO-8601 in UTC (the ledger stores timezone-aware UTC only)."""
     if isinstance(obj, datetime):
@@ -55,7 +60,7 @@ def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]],
     if not rows:
         return 0
     dialect = session.get_bind().dialect.name
-    if dialect == "postgresql":
+    if use_fast_path(session):
         columns = list(rows[0])
         payload = json.dumps(rows, default=_json_value, allow_nan=False, separators=(",", ":"))
         res = session.execute(text(_pg_insert_sql(table, columns, ignore_conflicts_on)), {"rows": payload})
@@ -81,7 +86,7 @@ def update_where_ids(session: Session, table: Table, ids: list[int], where: Any,
     if not ids:
         return 0
     id_col = table.c.id
-    if session.get_bind().dialect.name == "postgresql":
+    if use_fast_path(session):
         stmt = (update(table).where(id_col == any_(bindparam("ids", type_=ARRAY(BigInteger))), where)
                 .values(**values))
         return int(session.execute(stmt, {"ids": list(ids)}).rowcount)  # type: ignore[attr-defined]
@@ -97,7 +102,7 @@ def values_present(session: Session, column: Any, values: list[str]) -> set[str]
     """The subset of ``values`` that occur in ``column`` (one array-parameter query on PostgreSQL)."""
     if not values:
         return set()
-    if session.get_bind().dialect.name == "postgresql":
+    if use_fast_path(session):
         stmt = select(column).where(column == any_(bindparam("vals", type_=ARRAY(String))))
         return set(session.execute(stmt, {"vals": list(values)}).scalars())
     out: set[str] = set()
