@@ -84,6 +84,10 @@ class ReleaseRepository:
                 return None
             return s.get(Window, window_id)
 
+    def window(self, window_id: str) -> Window | None:
+        with self.db.read() as s:
+            return s.get(Window, window_id)
+
     def stale_closing(self, now: datetime, timeout_s: float) -> list[str]:
         stale = now - timedelta(seconds=timeout_s)
         with self.db.read() as s:

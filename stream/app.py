@@ -124,10 +124,12 @@ def run_worker(settings: Settings) -> int:
     """Run one faust worker in this process until it is stopped (SIGTERM / SIGINT)."""
     from faust.worker import Worker
 
-    app, _service = create_app(settings)
+    app, service = create_app(settings)
     worker = Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:
         return int(exc.code or 0)
+    finally:
+        service.close()
     return 0

@@ -97,12 +97,13 @@ class Orchestrator:
         self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
                         *spec.passthrough]
 
-    def warm_up(self, rows: list[dict[str, Any]]) -> None:
+    def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
         """Run the engine once on a few accepted reports and discard the result.
 
         The engines' numba kernels are loaded from their on-disk cache on first use (about a second
         for CG-Kanon), which would otherwise come out of the first window's anytime budget and
-        latency. Nothing is stored, published or logged about the rows.
+        latency. Nothing is stored, published or logged about the rows. Returns the seconds it took,
+        or None when it was skipped.
         """
         started = time.perf_counter()
         try:
@@ -114,8 +115,15 @@ class Orchestrator:
             engine.anonymize(batch, params, np.random.default_rng(0))
         except Exception as exc:  # a warm-up that fails (e.g. too few rows for k) changes nothing
             log.debug("engine warm-up skipped: %s", type(exc).__name__)
-            return
-        log.info("engine %s warmed up in %.2fs", self.engine_name, time.perf_counter() - started)
+            return None
+        elapsed = time.perf_counter() - started
+        log.info("engine %s warmed up in %.2fs", self.engine_name, elapsed)
+        return elapsed
+
+    def hand_over(self, release_id: str, encoded: tuple[bytes, list[bytes]]) -> None:
+        """Keep the encoded messages of a release another process stored for this one to publish."""
+        with self._encoded_lock:
+            self._encoded[release_id] = encoded
 
     def take_encoded(self, release_id: str) -> tuple[bytes, list[bytes]] | None:
         """The encoded manifest and record messages of a release this process just stored (once)."""

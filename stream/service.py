@@ -28,6 +28,7 @@ from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.records import DeadLetter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
+from stream.release_pool import ReleasePool
 from stream.settings import Settings
 from stream.validate import Rejected, ReportValidator, to_incoming
 
@@ -62,6 +63,8 @@ class WorkerService:
         self.pool = PoolRepository(db, window_policy(settings))
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
+        self.release_pool = (ReleasePool(settings, self.worker, settings.release_concurrency)
+                             if settings.release_processes else None)
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
@@ -84,7 +87,9 @@ class WorkerService:
         result = await self._persist(accepted, rejections, now)
         if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
-            self._warm_up = asyncio.ensure_future(asyncio.to_thread(self.orchestrator.warm_up, rows))
+            self._warm_up = asyncio.ensure_future(
+                self.release_pool.warm_up(rows) if self.release_pool is not None
+                else asyncio.to_thread(self.orchestrator.warm_up, rows))
         if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
         self.stats["ingested"] += result.accepted
@@ -181,6 +186,11 @@ class WorkerService:
             await asyncio.wait_for(self._wake.wait(), timeout=interval)
         self._wake.clear()
 
+    def close(self) -> None:
+        """Stop the release processes (a window they were releasing is retried after the claim timeout)."""
+        if self.release_pool is not None:
+            self.release_pool.close()
+
     async def drain(self) -> None:
         """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
         the claim timeout, which loses nothing)."""
@@ -201,7 +211,12 @@ class WorkerService:
             loop.call_soon_threadsafe(free_slot)
 
         try:
-            rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC), verified)
+            if self.release_pool is not None:
+                rid, encoded = await self.release_pool.release(window.id, datetime.now(UTC), verified)
+                if rid is not None and encoded is not None:
+                    self.orchestrator.hand_over(rid, encoded)
+            else:
+                rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC), verified)
             if rid is None:
                 return
             if self.settings.fault_point == "after-ledger-write":

@@ -64,7 +64,9 @@ class Settings(BaseSettings):
     idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
     tick_interval_s: float = Field(default=1.0, gt=0)
     claim_timeout_s: float = Field(default=120.0, gt=0, description="a closing window abandoned this long is retried")
-    release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once (threads)")
+    release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once")
+    release_processes: bool = Field(default=True, description="release windows in child processes (one per "
+                                    "release slot) instead of threads of the worker process")
 
     # --- sampling, engine and linking guard --------------------------------------------------------
     sample_policy: Literal["all", "fraction", "max"] = "all"

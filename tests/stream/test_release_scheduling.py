@@ -1,5 +1,8 @@
 """How a worker schedules due windows: one claim per free release slot, released in the background,
-each release published exactly once, windows shared between workers (real SQLite ledger, no broker)."""
+each release published exactly once, windows shared between workers (real SQLite ledger, no broker).
+
+Releases run in child processes (the default) unless a test says otherwise; a test that patches the
+orchestrator in this process releases in threads."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 import migrations
@@ -43,16 +47,32 @@ def _setup(tmp_path: Path, concurrency: int) -> tuple[Settings, Database]:
     return settings, Database(url)
 
 
+@pytest.fixture
+def make_service():  # type: ignore[no-untyped-def]
+    """WorkerServices that are closed (release processes stopped) after the test."""
+    made: list[WorkerService] = []
+
+    def make(settings: Settings, db: Database, worker: str) -> WorkerService:
+        made.append(WorkerService(settings, db, load_schema(settings.spec), worker=worker))
+        return made[-1]
+
+    yield make
+    for service in made:
+        service.close()
+
+
 def _claims(db: Database) -> Counter[str | None]:
     with db.read() as s:
         return Counter(s.execute(select(Window.claimed_by).where(Window.count > 0)).scalars())
 
 
-def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [True, False])
+def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_path: Path, make_service,
+                                                                           processes: bool) -> None:
     settings, db = _setup(tmp_path, concurrency=2)
-    schema = load_schema(settings.spec)
-    first = WorkerService(settings, db, schema, worker="w1")
-    second = WorkerService(settings, db, schema, worker="w2")
+    settings = settings.with_updates(release_processes=processes)
+    first = make_service(settings, db, "w1")
+    second = make_service(settings, db, "w2")
     out = Recorder()
     reports = day_of_reports(3, 60, seed=5)  # three stations, each window full (cap 60) and due
 
@@ -80,9 +100,9 @@ def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_pat
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"released"}
 
 
-def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path) -> None:
+def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path, make_service) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
-    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    service = make_service(settings, db, "w1")
     out = Recorder()
     reports = day_of_reports(2, 60, seed=6)
 
@@ -107,10 +127,12 @@ def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path) -> Non
     assert sum(1 for topic, _k, _v in out.sent if topic == settings.topic_releases) == 2
 
 
-def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("processes", [True, False])
+def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog, make_service,  # type: ignore[no-untyped-def]
+                                                                         processes: bool) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
-    settings = settings.with_updates(window_max_reports=10_000)  # nothing falls due
-    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    settings = settings.with_updates(window_max_reports=10_000, release_processes=processes)  # nothing falls due
+    service = make_service(settings, db, "w1")
     out = Recorder()
     rows = day_of_reports(1, 150, seed=7)["S1"]
 
@@ -121,19 +143,21 @@ def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path
         await service.tick(out.send)
         await service.drain()
 
-    with caplog.at_level("INFO", logger="stream.release"):
+    with caplog.at_level("INFO"):
         asyncio.run(scenario())
-    assert any("warmed up" in r.getMessage() for r in caplog.records)
+    warmed = [r for r in caplog.records if "warmed up" in r.getMessage()]
+    assert warmed and (not processes or "in 1 of 1 release processes" in warmed[0].getMessage())
     assert not any(row["name"] in r.getMessage() for r in caplog.records for row in rows[:20])
     assert out.sent == []
     with db.read() as s:
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"open"}
 
 
-def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(tmp_path: Path) -> None:
-    """Storing and publishing do not hold a release slot: the next window is anonymized meanwhile."""
+def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(tmp_path: Path, make_service) -> None:
+    """Storing and publishing do not hold a release slot: the next window is anonymized meanwhile
+    (in threads, so the test can hold the ledger write)."""
     settings, db = _setup(tmp_path, concurrency=1)
-    service = WorkerService(settings, db, load_schema(settings.spec), worker="w1")
+    service = make_service(settings.with_updates(release_processes=False), db, "w1")
     out = Recorder()
     reports = day_of_reports(2, 60, seed=8)  # two full windows, one slot
     gate, storing = threading.Event(), threading.Event()
