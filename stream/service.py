@@ -150,13 +150,12 @@ class WorkerService:
 
         A worker claims a due window only when it has a free release slot (``release_concurrency``),
         so workers share the windows that fall due together instead of one claiming them all. A
-        claimed window is released in the background, in a thread, and published as soon as it is
-        stored; the tick does not wait for it, and a freed slot wakes the loop (:meth:`wait_tick`).
-        A slot bounds the CPU-bound part only (sample, anonymize, verify): it is freed once the
-        release is verified, so the next window is anonymized while the previous one is written to
-        the ledger and published. The engines' numba kernels and the database driver release the
-        GIL, so on two cores two 10,000-report windows take about as long as one. Returns the
-        releases re-published now.
+        claimed window is released in the background (in a release process, or a thread with
+        ``release_processes`` off) and published as soon as it is stored; the tick does not wait
+        for it, and a freed slot wakes the loop (:meth:`wait_tick`). A slot bounds the CPU-bound
+        part only (sample, anonymize, verify): it is freed once the release is verified, so the
+        next window is anonymized while the previous one is written to the ledger and published.
+        Returns the releases re-published now.
         """
         if self._tick_lock.locked():
             return []
