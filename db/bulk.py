@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, Table, any_, bindparam, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
+
+from db.session import insert_ignore
 
 _PG = postgresql.dialect()
 
@@ -59,7 +61,6 @@ def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]],
     """
     if not rows:
         return 0
-    dialect = session.get_bind().dialect.name
     if use_fast_path(session):
         columns = list(rows[0])
         payload = json.dumps(rows, default=_json_value, allow_nan=False, separators=(",", ":"))
@@ -68,13 +69,7 @@ def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]],
     if ignore_conflicts_on is None:
         session.execute(table.insert(), rows)
         return len(rows)
-    stmt = sqlite.insert(table) if dialect == "sqlite" else postgresql.insert(table)
-    pk = next(iter(table.primary_key.columns))
-    stmt = stmt.on_conflict_do_nothing(index_elements=ignore_conflicts_on).returning(pk)
-    inserted = 0
-    for i in range(0, len(rows), 500):
-        inserted += len(session.execute(stmt, rows[i:i + 500]).all())
-    return inserted
+    return sum(insert_ignore(session, table, rows[i:i + 500], ignore_conflicts_on) for i in range(0, len(rows), 500))
 
 
 def update_where_ids(session: Session, table: Table, ids: list[int], where: Any, values: dict[str, Any]) -> int:

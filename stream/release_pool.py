@@ -30,6 +30,8 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any
 
+from db.models import Window
+from stream.release import Orchestrator
 from stream.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -90,14 +92,15 @@ class ReleasePool:
     def __init__(self, settings: Settings, worker: str, processes: int) -> None:
         self.settings, self.worker, self.processes = settings, worker, processes
         self._ctx = multiprocessing.get_context("spawn")
-        self._verified = self._ctx.Queue()
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
-        self._reader = threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True)
-        self._reader.start()
+        self._verified: Any = None  # queue and reader thread start with the first child
 
     def _pool(self) -> ProcessPoolExecutor:
+        if self._verified is None:
+            self._verified = self._ctx.Queue()
+            threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True).start()
         if self._executor is None:
             barrier = self._ctx.Barrier(self.processes)
             self._executor = ProcessPoolExecutor(
@@ -126,9 +129,10 @@ class ReleasePool:
             log.info("engine warmed up in %d of %d release processes (%.2fs at most)", len(times), self.processes,
                      max(times))
 
-    async def release(self, window_id: str, now: datetime,
+    async def release(self, window: Window, now: datetime,
                       on_verified: Callable[[], None]) -> tuple[str | None, Encoded | None]:
         """Release a claimed window in a child; ``on_verified`` runs (in a thread) once it is verified."""
+        window_id = window.id
         loop = asyncio.get_running_loop()
         with self._lock:
             self._callbacks[window_id] = on_verified
@@ -150,4 +154,24 @@ class ReleasePool:
 
     def close(self) -> None:
         self._restart()
-        self._verified.put(None)
+        if self._verified is not None:
+            self._verified.put(None)
+
+
+class ThreadReleases:
+    """The same interface as :class:`ReleasePool`, releasing in threads of the worker process
+    (``RELEASE_PROCESSES=false``): less memory, but the release shares the worker's GIL."""
+
+    def __init__(self, orchestrator: Orchestrator) -> None:
+        self.orchestrator = orchestrator
+
+    async def warm_up(self, rows: list[dict[str, Any]]) -> None:
+        await asyncio.to_thread(self.orchestrator.warm_up, rows)
+
+    async def release(self, window: Window, now: datetime,
+                      on_verified: Callable[[], None]) -> tuple[str | None, Encoded | None]:
+        """The encoded messages stay with the orchestrator (``take_encoded``): None is returned for them."""
+        return await asyncio.to_thread(self.orchestrator.release_window, window, now, on_verified), None
+
+    def close(self) -> None:
+        pass

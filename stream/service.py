@@ -28,7 +28,7 @@ from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.records import DeadLetter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
-from stream.release_pool import ReleasePool
+from stream.release_pool import ReleasePool, ThreadReleases
 from stream.settings import Settings
 from stream.validate import Rejected, ReportValidator, to_incoming
 
@@ -63,8 +63,9 @@ class WorkerService:
         self.pool = PoolRepository(db, window_policy(settings))
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
-        self.release_pool = (ReleasePool(settings, self.worker, settings.release_concurrency)
-                             if settings.release_processes else None)
+        self.releases: ReleasePool | ThreadReleases = (
+            ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
+            else ThreadReleases(self.orchestrator))
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
@@ -87,9 +88,7 @@ class WorkerService:
         result = await self._persist(accepted, rejections, now)
         if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
-            self._warm_up = asyncio.ensure_future(
-                self.release_pool.warm_up(rows) if self.release_pool is not None
-                else asyncio.to_thread(self.orchestrator.warm_up, rows))
+            self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
         if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
         self.stats["ingested"] += result.accepted
@@ -187,8 +186,7 @@ class WorkerService:
 
     def close(self) -> None:
         """Stop the release processes (a window they were releasing is retried after the claim timeout)."""
-        if self.release_pool is not None:
-            self.release_pool.close()
+        self.releases.close()
 
     async def drain(self) -> None:
         """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
@@ -198,24 +196,22 @@ class WorkerService:
 
     async def _release_and_publish(self, window: Any, send: SendFn) -> None:
         loop = asyncio.get_running_loop()
-        slot = {"held": True}
+        held = True
 
         def free_slot() -> None:  # on the event loop; at most once per window
-            if slot["held"]:
-                slot["held"] = False
+            nonlocal held
+            if held:
+                held = False
                 self._computing -= 1
                 self._wake.set()
 
-        def verified() -> None:  # in the release thread
+        def verified() -> None:  # in a release thread, or the pool's queue reader
             loop.call_soon_threadsafe(free_slot)
 
         try:
-            if self.release_pool is not None:
-                rid, encoded = await self.release_pool.release(window.id, datetime.now(UTC), verified)
-                if rid is not None and encoded is not None:
-                    self.orchestrator.hand_over(rid, encoded)
-            else:
-                rid = await asyncio.to_thread(self.orchestrator.release_window, window, datetime.now(UTC), verified)
+            rid, encoded = await self.releases.release(window, datetime.now(UTC), verified)
+            if rid is not None and encoded is not None:
+                self.orchestrator.hand_over(rid, encoded)
             if rid is None:
                 return
             if self.settings.fault_point == "after-ledger-write":

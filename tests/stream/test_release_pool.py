@@ -43,8 +43,9 @@ def test_a_child_releases_the_claimed_window_and_signals_verification(tmp_path: 
             rows = day_of_reports(1, 60, seed=3)["S1"]
             await service.handle_batch([json.dumps(r).encode() for r in rows], _no_send)
             (wid, why), = service.orchestrator.due(datetime.now(UTC))
-            assert service.orchestrator.claim(wid, why, datetime.now(UTC)) is not None
-            return await pool.release(wid, datetime.now(UTC), lambda: verified.append(time.monotonic()))
+            window = service.orchestrator.claim(wid, why, datetime.now(UTC))
+            assert window is not None
+            return await pool.release(window, datetime.now(UTC), lambda: verified.append(time.monotonic()))
 
         rid, encoded = asyncio.run(scenario())
     finally:
