@@ -18,10 +18,10 @@ import secrets
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from core.errors import ParamsError
+from core.errors import AnonymizationError, ParamsError
 
 ENV_PREFIX = "ANONSTREAM_"
 SECRET_FIELDS = ("fingerprint_key", "operator_token")
@@ -170,7 +170,23 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, with explicit overrides (CLI options) applied on top."""
-    base = Settings()
+    """Settings from the environment, with explicit overrides (CLI options) applied on top.
+
+    An invalid value raises :class:`AnonymizationError` (``invalid-setting``) naming the variable.
+    """
     clean = {k: v for k, v in overrides.items() if v is not None}
-    return base.with_updates(**clean) if clean else base
+    try:
+        base = Settings()
+        return base.with_updates(**clean) if clean else base
+    except ValidationError as exc:
+        problems = "; ".join(_problem(e) for e in exc.errors())
+        raise AnonymizationError(f"invalid setting: {problems}", reason="invalid-setting") from None
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as ``ANONSTREAM_NAME: message (got value)``; secrets are never echoed."""
+    if not error["loc"]:
+        return str(error["msg"])
+    name = str(error["loc"][0])
+    shown = "" if name in SECRET_FIELDS else f" (got {str(error['input'])[:60]!r})"
+    return f"{ENV_PREFIX}{name.upper()}: {error['msg']}{shown}"

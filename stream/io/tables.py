@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -31,6 +32,27 @@ def read_for_spec(path: str | Path, spec: DatasetSpec) -> pd.DataFrame:
     return df
 
 
+def _json_lines(p: Path) -> list[dict[str, object]]:
+    """The objects of a JSON-lines file; a line that is not a JSON object stops the read, naming it."""
+    records = []
+    with p.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputDataError(f"{p}, line {n}: not valid JSON ({exc.msg} at column {exc.colno})",
+                                     reason="malformed-json") from None
+            if not isinstance(obj, dict):
+                raise InputDataError(f"{p}, line {n}: a JSON {type(obj).__name__}, expected an object",
+                                     reason="malformed-json")
+            records.append(obj)
+    if not records:
+        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
+    return records
+
+
 def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Read a CSV (separator sniffed: ``,`` or ``;``) or a ``.jsonl`` file; all values as strings."""
     p = Path(path)
@@ -39,7 +61,7 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
     if p.stat().st_size == 0:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     if p.suffix in {".jsonl", ".ndjson"}:
-        df = pd.read_json(p, lines=True, dtype=False, convert_dates=False)
+        df = pd.DataFrame.from_records(_json_lines(p))
         return df.astype({c: str for c in df.columns if df[c].dtype == object})
     if sep is None:
         with p.open(encoding="utf-8") as fh:

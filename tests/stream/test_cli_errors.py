@@ -1,0 +1,35 @@
+"""Bad settings and bad input files: one line on stderr naming the problem, exit code 2, nothing sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from stream.cli.main import main
+
+
+def test_an_invalid_setting_names_its_variable_and_value(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ANONSTREAM_RELEASE_PROCESSES", "maybe")
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("error: invalid setting: ANONSTREAM_RELEASE_PROCESSES:") and "'maybe'" in err
+
+
+def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ANONSTREAM_MODE", "production")
+    monkeypatch.setenv("ANONSTREAM_K", "0")
+    monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", "s3cret-value")
+    assert main(["run"]) == 2
+    err = capsys.readouterr().err
+    assert "ANONSTREAM_K" in err and "s3cret-value" not in err
+
+
+@pytest.mark.parametrize(("line", "says"), [("not json", "not valid JSON"), ("[1, 2]", "a JSON list")])
+def test_a_bad_json_line_stops_the_push_naming_the_line(tmp_path, capsys, line: str, says: str) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "reports.jsonl"
+    path.write_text('{"report_id": "r1", "station_id": "S1"}\n\n' + line + "\n")
+    # an unreachable broker: the file is rejected before anything would be sent
+    assert main(["push", str(path), "--station", "S1", "--broker", "kafka://127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {path}, line 3: {says}" + (" (Expecting value at column 1)" if says.startswith("not")
+                                                       else ", expected an object")
