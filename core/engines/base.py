@@ -39,10 +39,15 @@ class EngineParams(BaseModel):
     t: float | None = Field(default=None, ge=0, le=1, description="t-closeness bound, if required")
     t_distance: TDistance = Field(default="equal", description="equal | ordered ground distance for t")
     max_suppression: float = Field(default=0.0, ge=0, le=1, description="fraction of rows that may be suppressed")
+    max_risk: float | None = Field(default=None, gt=0, le=1,
+                                   description="highest prosecutor risk 1/|class| allowed (docs/risk.md)")
+    avg_risk: float | None = Field(default=None, gt=0, le=1,
+                                   description="average prosecutor risk (#classes / #released) allowed")
 
     def requirement(self) -> PrivacyRequirement:
         return PrivacyRequirement(k=self.k, l=self.l, l_kind=self.l_kind, c=self.c, t=self.t,
-                                  t_distance=self.t_distance, max_suppression=self.max_suppression)
+                                  t_distance=self.t_distance, max_suppression=self.max_suppression,
+                                  max_risk=self.max_risk, avg_risk=self.avg_risk)
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,8 +94,9 @@ class Engine(ABC):
     summary: ClassVar[str]
     paper: ClassVar[str] = ""
     Params: ClassVar[type[EngineParams]] = EngineParams
-    models: ClassVar[tuple[str, ...]] = ("k", "l", "t")
-    """Privacy models the engine enforces; asking for another one must raise ParamsError."""
+    models: ClassVar[tuple[str, ...]] = ("k", "l", "t", "max_risk", "avg_risk")
+    """Privacy models the engine enforces; asking for another one raises ParamsError (see
+    :func:`require_models`, also applied by ``registry.make_params``)."""
 
     @abstractmethod
     def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
@@ -111,7 +117,9 @@ def require_models(engine: Engine, params: EngineParams) -> None:
     """Reject parameters for privacy models the engine does not enforce."""
     from core.errors import ParamsError
 
-    asked = [m for m, on in (("l", params.l is not None and params.l > 1), ("t", params.t is not None)) if on]
+    asked = [m for m, on in (("l", params.l is not None and params.l > 1), ("t", params.t is not None),
+                             ("max_risk", params.max_risk is not None), ("avg_risk", params.avg_risk is not None))
+             if on]
     missing = [m for m in asked if m not in engine.models]
     if missing:
         raise ParamsError(f"engine '{engine.name}' enforces {', '.join(engine.models)} only; "

@@ -55,6 +55,8 @@ def no_solution(params: EngineParams, best_suppressed: int | None = None) -> Inf
         f"no generalization meets k={params.k}"
         + (f", l={params.l} ({params.l_kind})" if params.l else "")
         + (f", t={params.t}" if params.t is not None else "")
+        + (f", max_risk={params.max_risk}" if params.max_risk is not None else "")
+        + (f", avg_risk={params.avg_risk}" if params.avg_risk is not None else "")
         + f" within max_suppression={params.max_suppression}{extra}",
         reason="infeasible",
     )

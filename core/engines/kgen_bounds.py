@@ -77,7 +77,7 @@ def single_attribute_suppressed(batch: EncodedBatch, req: PrivacyRequirement, a:
         table = np.bincount(codes.astype(np.int64) * n_s + batch.sensitive_codes, minlength=n_cls * n_s)
         fail = ~class_ok(table.reshape(n_cls, n_s), req, overall)
     else:
-        fail = sizes < req.k
+        fail = sizes < req.k_min
     return int(sizes[fail & (sizes > 0)].sum())
 
 

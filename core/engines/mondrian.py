@@ -20,7 +20,16 @@ import time
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
+from core.engines.base import (
+    Engine,
+    EngineParams,
+    Progress,
+    Release,
+    no_progress,
+    require_models,
+    require_rows,
+    require_sensitive,
+)
 from core.errors import InfeasibleError
 from core.hierarchies.base import EncodedQI
 from core.hierarchies.intervals import range_label
@@ -46,10 +55,12 @@ class MondrianEngine(Engine):
     summary = "strict multidimensional median partitioning with local recoding (no suppression)"
     paper = "LeFevre, DeWitt, Ramakrishnan 2006 (Mondrian)"
     Params = EngineParams
+    models = ("k", "l", "t", "max_risk")  # avg_risk is a global bound; median cuts cannot target it
 
     def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
+        require_models(self, params)
         require_rows(batch, params.k)
         require_sensitive(batch, params)
         req = params.requirement()
@@ -60,7 +71,7 @@ class MondrianEngine(Engine):
         overall = np.bincount(sens, minlength=n_sens).astype(float) if sens is not None else None
 
         def valid(rows: np.ndarray) -> bool:
-            if len(rows) < req.k:
+            if len(rows) < req.k_min:
                 return False
             if not req.needs_sensitive:
                 return True

@@ -15,6 +15,8 @@ Search (best-first branch and bound, in the spirit of Flash / OLA):
 * Feasibility is monotone (generalizing never increases the number of rows in failing classes), so
   a node below a known infeasible node is skipped without evaluation (predictive tagging), and a
   node above a node with no suppression has no suppression either: its loss equals ``g`` exactly.
+  An ``avg_risk`` failure with suppression is not monotone, so such nodes are not tagged
+  (:meth:`NodeEvaluator.monotone_infeasible`).
 * Each evaluated node costs one pass over the batch's distinct rows (see NodeEvaluator).
 """
 
@@ -96,9 +98,9 @@ def seed_infeasible(evaluator: NodeEvaluator, lattice: Lattice, infeasible: Node
         if infeasible.covers(node):
             continue
         res = evaluator.evaluate(node)
-        if not res.feasible:
+        if evaluator.monotone_infeasible(res):
             infeasible.add(node)
-        elif res.suppressed == 0:
+        elif res.feasible and res.suppressed == 0:
             clean.add(node)
     return len(nodes)
 
@@ -115,7 +117,7 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
 
     def infeasible_at(candidate: list[int]) -> bool:
         t = tuple(candidate)
-        return infeasible.covers(t) or not evaluator.evaluate(t).feasible
+        return infeasible.covers(t) or evaluator.monotone_infeasible(evaluator.evaluate(t))
 
     for a in range(lattice.d):
         lo, hi = current[a], int(lattice.heights[a])  # lo is known infeasible
@@ -167,7 +169,8 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             continue
         res = evaluator.evaluate(node)
         if not res.feasible:
-            infeasible.add(climb_infeasible(evaluator, lattice, node, infeasible))
+            if evaluator.monotone_infeasible(res):
+                infeasible.add(climb_infeasible(evaluator, lattice, node, infeasible))
             continue
         if res.suppressed == 0:
             clean.add(node)

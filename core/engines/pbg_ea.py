@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows
+from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_models, require_rows
 from core.engines.fulldomain import release_from_node
 from core.engines.pbg import (
     DIRECTIONS,
@@ -97,6 +97,9 @@ class PBGParams(EngineParams):
             raise ValueError(f"eps needs one positive value per objective ({len(self.objectives)})")
         if self.l_kind != "distinct" or self.t is not None:
             raise ValueError("pbg-ea measures distinct l only; t-closeness and other l kinds are not supported")
+        if self.max_risk is not None and self.select is not None:
+            raise ValueError(f"with select, state the risk bound as a condition 'k >= {self.requirement().k_min}' "
+                             "instead of max_risk")
         return self
 
     @field_validator("select")
@@ -112,7 +115,8 @@ class PBGParams(EngineParams):
     def policy(self) -> Policy:
         if self.select:
             return parse_policy(self.select)
-        text = f"min GLM where k >= {self.k}" + (f" and l >= {self.l}" if self.l and self.l > 1 else "")
+        text = f"min GLM where k >= {self.requirement().k_min}"
+        text += f" and l >= {self.l}" if self.l and self.l > 1 else ""
         return parse_policy(text)
 
 
@@ -131,6 +135,7 @@ class PBGEAEngine(Engine):
     summary = "Pareto front of privacy/utility indices (k, l, S_k, S_l, GLM, CM) by evolutionary search"
     paper = "Dewri et al. 2010, On the Identification of Property Based Generalizations (PBG-EA)"
     Params = PBGParams
+    models = ("k", "l", "t", "max_risk")  # max_risk as the policy's k >= ceil(1/max_risk); avg_risk refused
 
     def search(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator,
                progress: Progress = no_progress) -> tuple[list[Indices], dict[str, Any]]:
@@ -161,6 +166,7 @@ class PBGEAEngine(Engine):
     def anonymize(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
+        require_models(self, params)
         if params.select is None:  # the default policy asks for k >= params.k
             require_rows(batch, params.k)
         policy = params.policy()

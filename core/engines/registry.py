@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from core.encoding import Schema, encode
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_models
 from core.errors import ParamsError, UnknownEngineError
 
 # name -> "module:Class". One line per engine; the module is imported on first use.
@@ -46,12 +46,14 @@ def make_params(engine: Engine | str, values: dict[str, Any] | None = None) -> E
     """Validate parameters for an engine; errors name the parameter and its constraint."""
     eng = get_engine(engine) if isinstance(engine, str) else engine
     try:
-        return eng.Params.model_validate({k: v for k, v in (values or {}).items() if v is not None})
+        params = eng.Params.model_validate({k: v for k, v in (values or {}).items() if v is not None})
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "params"
         msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         raise ParamsError(f"engine '{eng.name}' parameter '{field}': {msg}") from None
+    require_models(eng, params)  # refuse privacy models the engine cannot guarantee, before any work
+    return params
 
 
 def describe(engine: Engine) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ code when the requirement needs it) with multiplicities. A node is evaluated by 
 distinct rows to the node's levels, combining the codes into one int64 key per row and counting
 class sizes with ``bincount`` (dense key space) or hash factorization. Suppression removes every
 row of a class that fails the requirement; a node is feasible when at most the allowed number of
-rows is suppressed.
+rows is suppressed; with an ``avg_risk`` bound the kept classes / kept rows must also stay within it.
 
 Loss models (both average over records and attributes, a suppressed record costs 1 everywhere):
 
@@ -182,7 +182,7 @@ class NodeEvaluator:
         if self.with_sensitive:
             flat = np.bincount(cls * self.n_sens + self.sens, weights=self.counts, minlength=n_cls * self.n_sens)
             return ~class_ok(flat.reshape(n_cls, self.n_sens), self.req, self.overall)
-        return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k
+        return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k_min
 
     # -- class tables and roll-up -------------------------------------------------------------
     def _up_cube(self) -> np.ndarray | None:
@@ -243,6 +243,20 @@ class NodeEvaluator:
         self.cache[node] = res
         return res
 
+    def _feasible(self, suppressed: int, classes: int) -> bool:
+        """Within the suppression budget and, if set, the average risk bound (classes / released rows)."""
+        return suppressed <= self.max_suppressed and self.req.avg_risk_ok(classes, self.n - suppressed)
+
+    def monotone_infeasible(self, res: NodeResult) -> bool:
+        """Is every node below ``res`` infeasible too (safe for predictive tagging)?
+
+        Exceeding the suppression budget is monotone. The average risk bound is monotone only without
+        suppression: generalizing can release a suppressed class and raise the average (docs/risk.md).
+        """
+        if res.suppressed > self.max_suppressed:
+            return True
+        return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
+
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
         from core.lattice.kernels import group_prefix, penalty
 
@@ -255,13 +269,13 @@ class NodeEvaluator:
             fail = fail_cls[cls]
         else:
             sizes = cnt
-            fail_cls = fail = cnt < self.req.k
+            fail_cls = fail = cnt < self.req.k_min
         gen = self.bound(node)
         suppressed, extra = (0, 0.0)
         if fail.any():
             suppressed, extra = penalty(tab, cnt, fail, self._cost_cube(), lv, self.weights)
         kept = sizes[~fail_cls]
-        return NodeResult(levels=node, feasible=suppressed <= self.max_suppressed, suppressed=int(suppressed),
+        return NodeResult(levels=node, feasible=self._feasible(int(suppressed), len(kept)), suppressed=int(suppressed),
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,
                           gen_loss=gen)
 
@@ -280,7 +294,7 @@ class NodeEvaluator:
                 rc += self.weights[a] * self.costs[a][lv][self.codes[a][lv][fail_row]]
             loss += float((self.counts[fail_row] * (1.0 - rc)).sum()) / self.n
         kept = sizes[(~fail_cls) & (sizes > 0)]
-        return NodeResult(levels=node, feasible=suppressed <= self.max_suppressed, suppressed=suppressed,
+        return NodeResult(levels=node, feasible=self._feasible(suppressed, len(kept)), suppressed=suppressed,
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=loss, gen_loss=gen)
 
     def row_partition(self, levels: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -62,7 +62,7 @@ def emd(counts: np.ndarray, overall: np.ndarray, distance: str = "equal") -> np.
 def class_ok(counts: np.ndarray, req: PrivacyRequirement, overall: np.ndarray | None = None) -> np.ndarray:
     """Boolean per class: does the class satisfy every part of ``req``?"""
     sizes = counts.sum(axis=1)
-    ok = sizes >= req.k
+    ok = sizes >= req.k_min
     if req.l is not None and req.l > 1:
         if req.l_kind == "distinct":
             ok &= distinct_l(counts) >= req.l

@@ -1,7 +1,8 @@
-"""What a release must satisfy: k-anonymity plus optional l-diversity and t-closeness."""
+"""What a release must satisfy: k-anonymity plus optional l-diversity, t-closeness and risk bounds."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
@@ -22,6 +23,11 @@ class PrivacyRequirement(BaseModel):
       class's sensitive distribution and the whole batch's is at most ``t``; ``equal`` ground
       distance (variational distance) for categorical values, ``ordered`` for ordinal values.
     - ``max_suppression``: fraction of rows that may be suppressed (removed) to meet the above.
+    - ``max_risk``: highest prosecutor re-identification risk of a released record, 1 / |class|
+      (docs/risk.md). It is a class-size bound: every class needs at least ``ceil(1 / max_risk)`` rows,
+      so it is enforced as ``k_min`` (see :attr:`k_min`).
+    - ``avg_risk``: average prosecutor risk over the released records, (#classes) / (#released rows).
+      A global bound: it holds or fails for a release as a whole, it never suppresses a class.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,12 +39,25 @@ class PrivacyRequirement(BaseModel):
     t: float | None = Field(default=None, ge=0, le=1)
     t_distance: TDistance = "equal"
     max_suppression: float = Field(default=0.0, ge=0, le=1)
+    max_risk: float | None = Field(default=None, gt=0, le=1)
+    avg_risk: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _l_needs_value(self) -> PrivacyRequirement:
         if self.l_kind != "distinct" and self.l is None:
             raise ValueError(f"l_kind '{self.l_kind}' needs a value for l")
         return self
+
+    @property
+    def k_min(self) -> int:
+        """Smallest class size allowed: ``k``, raised to ``ceil(1 / max_risk)`` when a risk bound is set."""
+        if self.max_risk is None:
+            return self.k
+        return max(self.k, math.ceil(1.0 / self.max_risk - 1e-9))
+
+    def avg_risk_ok(self, classes: int, released: int) -> bool:
+        """Does a release of ``released`` rows in ``classes`` classes meet ``avg_risk``?"""
+        return self.avg_risk is None or released == 0 or classes <= self.avg_risk * released + 1e-9
 
     @property
     def needs_sensitive(self) -> bool:

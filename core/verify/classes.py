@@ -7,7 +7,8 @@ From the released rows alone it:
 2. checks that the sensitive and pass-through values are unchanged and that every generalized QI
    label is a generalization of the row's original value (hierarchy ``covers``);
 3. groups the released rows by their QI labels (not by engine class ids) and recomputes k,
-   distinct / entropy / recursive l and t, comparing them with the requirement.
+   distinct / entropy / recursive l and t, and the highest and average prosecutor risk
+   (1 / smallest class, classes / released rows; docs/risk.md), comparing them with the requirement.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class VerificationReport:
     l_entropy: float | None = None
     l_recursive: int | None = None
     t: float | None = None
+    max_risk: float | None = None
+    avg_risk: float | None = None
     released: int = 0
     suppressed: int = 0
     failures: list[str] = field(default_factory=list)
@@ -81,6 +84,19 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
                             f"e.g. {bad[0][1]!r}")
 
 
+def check_risk(rep: VerificationReport, req: PrivacyRequirement, avg: float, failures: list[str]) -> None:
+    """Prosecutor risk of the released records: highest 1 / rep.k, average ``avg``."""
+    if not rep.k:
+        return
+    rep.max_risk = 1.0 / rep.k
+    rep.avg_risk = avg
+    if req.max_risk is not None and rep.max_risk > req.max_risk + 1e-12:
+        failures.append(f"highest prosecutor risk is {rep.max_risk:.4f} (a class of {rep.k} rows), "
+                        f"requirement max_risk={req.max_risk}")
+    if req.avg_risk is not None and avg > req.avg_risk + 1e-9:
+        failures.append(f"average prosecutor risk is {avg:.4f}, requirement avg_risk={req.avg_risk}")
+
+
 def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
                    req: PrivacyRequirement | None = None) -> VerificationReport:
     req = req or release.requirement
@@ -96,6 +112,7 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
         rep.k = int(sizes.min())
         if rep.k < req.k:
             failures.append(f"smallest class has {rep.k} rows, requirement k={req.k}")
+        check_risk(rep, req, len(sizes) / len(rows), failures)
         if schema.sensitive is not None:
             sens = pd.factorize(rows[schema.sensitive].astype(str), sort=True)[0]
             counts = contingency(cls, sens)

@@ -30,7 +30,7 @@ from core.encoding import Schema
 from core.engines.base import Release
 from core.hierarchies.dates import to_days
 from core.privacy.requirement import PrivacyRequirement
-from core.verify.classes import VerificationReport
+from core.verify.classes import VerificationReport, check_risk
 
 
 def _split_range(inner: str, sep: str) -> tuple[str, str] | None:
@@ -156,6 +156,9 @@ def verify_k_regular(original: pd.DataFrame, release: Release, schema: Schema,
         matching = np.asarray(matching, dtype=np.int64)
         n = len(rows)
         rep.k = _check_graph(matching, n, req.k, failures)
+        # Each released row may be any of its r matches and each original row any of r released rows:
+        # the prosecutor risk of every record is 1 / r, so the highest and the average are both 1 / r.
+        check_risk(rep, req, 1.0 / rep.k if rep.k else 0.0, failures)
         if rep.k and n:
             r_idx = np.repeat(np.arange(n), matching.shape[1])
             o_idx = matching.ravel()
