@@ -1,0 +1,35 @@
+"""Equivalence classes: rows with equal values in every quasi-identifier."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+_MAX_KEY = 2**62
+
+
+def class_index(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Class id of every row (0..m-1, in order of first appearance) and the size of each class.
+
+    Missing values form their own value. No columns means one class holding every row.
+    """
+    n = len(frame)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for col in columns:
+        codes, uniq = pd.factorize(frame[col], use_na_sentinel=False)
+        size = max(len(uniq), 1)
+        if radix * size >= _MAX_KEY:  # compress the key so far before it overflows
+            key = pd.factorize(key)[0].astype(np.int64)
+            radix = int(key.max()) + 1
+        key += codes.astype(np.int64) * radix
+        radix *= size
+    cls = pd.factorize(key)[0].astype(np.int64)
+    return cls, np.bincount(cls).astype(np.int64)
+
+
+def size_histogram(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct class sizes ``j`` (ascending) and the number of classes ``c_j`` of each size."""
+    return np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
