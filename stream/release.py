@@ -7,8 +7,10 @@ Steps for one window (publishing is :mod:`stream.publish`):
 3. linking guard, then sampling without replacement (seeded from the window id);
 4. fewer than k eligible reports: the window is ``carried`` (its reports wait for the next window);
 5. anonymize with the configured engine (default ``cg-kanon`` with k=5 once registered);
-6. verify independently with :func:`core.verify.verify_release`; on failure the window is ``held``,
-   an alert is logged and audited, and nothing is published;
+6. verify independently with :func:`core.verify.verify_release` against the engine's requirement
+   tightened by the operator's ``max_risk`` / ``avg_risk`` settings; on failure the window is ``held``,
+   an alert is logged and audited, and nothing is published; the risk profile
+   (:func:`core.risk.risk_profile`) goes into the manifest's ``privacy.risk``;
 7. write release + records + fingerprints + pool/window states in one transaction.
 """
 
@@ -34,6 +36,7 @@ from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepo
 from db.ledger import due_windows
 from db.models import Window
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
+from stream.release_risk import policy_requirement, release_risk, risk_bounds
 from stream.sampling import draw, release_id, sample_size, window_seed
 from stream.settings import Settings
 
@@ -207,7 +210,8 @@ class Orchestrator:
         frame = pd.DataFrame([c.data for c in sample], index=pd.Index([c.pool_id for c in sample]))
         try:
             engine = get_engine(self.engine_name)
-            values: dict[str, Any] = {"k": s.k, "l": s.l, "max_suppression": s.max_suppression, **s.engine_params}
+            values: dict[str, Any] = {"k": s.k, "l": s.l, "max_suppression": s.max_suppression,
+                                      **risk_bounds(s, engine.models), **s.engine_params}
             params = make_params(engine, values)
             batch = encode(frame, self.schema)
             t1 = time.perf_counter()
@@ -221,14 +225,18 @@ class Orchestrator:
             self._hold(window.id, f"{exc.reason}: {exc.message}", now, blocked)
             return None
         t2 = time.perf_counter()
-        report = verify_release(frame, release, self.schema)
+        report = verify_release(frame, release, self.schema, policy_requirement(release.requirement, s))
         timings["verify_s"] = time.perf_counter() - t2
         if not report.ok:
             self._hold(window.id, "verification failed: " + "; ".join(report.failures[:3]), now, blocked)
             return None
+        t3 = time.perf_counter()
+        risk = release_risk(self.schema, frame, release, len(sample) / len(eligible), s, f"window {window.id}")
+        timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
-        return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings)
+        return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
+                           risk)
 
     def _hold(self, window_id: str, reason: str, now: datetime, blocked: list[int]) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window_id, reason)
@@ -236,7 +244,7 @@ class Orchestrator:
 
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
-               now: datetime, timings: dict[str, float]) -> str:
+               now: datetime, timings: dict[str, float], risk: dict[str, Any] | None = None) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
         out = rows_df.reindex(columns=self.columns[1:]).astype(object)
@@ -263,7 +271,7 @@ class Orchestrator:
                        "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
             "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
             "sample_policy": self.settings.sample_policy, "link_guard": self.settings.link_guard,
-            "k": k_ach, "l": l_ach, "privacy": release.privacy, "metrics": metrics, "counts": counts,
+            "k": k_ach, "l": l_ach, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
             "records": len(rows), "columns": self.columns, "checksum": checksum_encoded(encoded),
             "created_at": now.isoformat(),
             "timings": {k: round(v, 3) for k, v in timings.items()},

@@ -78,6 +78,12 @@ class Settings(BaseSettings):
     l: int | None = Field(default=None, ge=1)  # noqa: E741
     max_suppression: float = Field(default=0.05, ge=0, le=1)
     engine_params: dict[str, Any] = Field(default_factory=dict)
+    max_risk: float | None = Field(default=None, gt=0, le=1, description="highest prosecutor risk of a release "
+                                   "(docs/risk.md); passed to engines that enforce it, always verified")
+    avg_risk: float | None = Field(default=None, gt=0, le=1, description="average prosecutor risk of a release; "
+                                   "passed to engines that enforce it, always verified")
+    risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "
+                                  "counted in the manifest and warned about")
     link_guard: Literal["off", "report", "person"] = "report"
     person_columns: tuple[str, ...] = ("name", "dob")
 

@@ -94,6 +94,39 @@ def _kv(pairs: list[tuple[str, Any]]) -> str:
                             for k, v in pairs])
 
 
+def _pct(v: Any) -> str:
+    return "–" if v is None else f"{100 * float(v):.2f}%"
+
+
+def risk_section(r: dict[str, Any] | None) -> str:
+    """The manifest's ``privacy.risk`` (docs/risk.md): warnings first, then the figures."""
+    if not r:
+        return '<p class=muted>no risk profile in this release\'s manifest</p>'
+    warn = "".join(f"<p class=bad>warning: {e(w)}</p>" for w in r.get("warnings") or [])
+    p, j = r.get("prosecutor") or {}, r.get("journalist") or {}
+    rows = [("prosecutor risk: highest / average", f'{_pct(p.get("highest"))} / {_pct(p.get("average"))}'),
+            (f'records above {r.get("threshold")}', _pct(p.get("records_at_risk")))]
+    if r.get("mode") == "k-regular":
+        return warn + _kv(rows + [("note", "k-regular release: every record has k candidates")])
+    u, a = r.get("population_uniqueness") or {}, r.get("attribute") or {}
+    rows += [("journalist risk: highest / average", f'{_pct(j.get("highest"))} / {_pct(j.get("average"))}'),
+             ("marketer risk", _pct(r.get("marketer"))),
+             ("sampling fraction / population", f'{fmt(r.get("sampling_fraction"), 4)} / {r.get("population")}'),
+             ("sample uniques: input / release", f'{_pct(r.get("sample_uniques_input"))} / '
+                                                 f'{_pct(r.get("sample_uniques"))}'),
+             (f'population uniqueness (Dankar: {u.get("dankar_model")})', _pct(u.get("dankar"))),
+             ("Pitman / Zayatz / SNB", " / ".join(_pct(u.get(m)) for m in ("pitman", "zayatz", "snb")))]
+    if a:
+        rows += [("homogeneous classes (records)", f'{a.get("homogeneous_classes")} ({a.get("homogeneous_records")})'),
+                 ("largest share of one sensitive value (δ)", _pct(a.get("max_sensitive_share"))),
+                 ("δ-disclosure max |ln p(v|class)/p(v)|", fmt(a.get("delta_disclosure"), 4))]
+        if a.get("severe_at") is not None:
+            rows += [(f'severe records (severity ≥ {fmt(a["severe_at"], 1)})', a.get("severe_records")),
+                     ("severe in homogeneous classes", a.get("severe_in_homogeneous")),
+                     ("severe in classes smaller than their severity", a.get("severe_in_small"))]
+    return warn + _kv(rows)
+
+
 def release_page(d: dict[str, Any]) -> str:
     rid = quote(d["id"], safe="")
     w = d["window"]
@@ -112,6 +145,7 @@ def release_page(d: dict[str, Any]) -> str:
                    ("verifier", "passed" if ver.get("ok") else "FAILED"), ("entropy ℓ", ver.get("l_entropy")),
                    ("recursive ℓ", ver.get("l_recursive")), ("t", ver.get("t")), ("classes", cs.get("classes")),
                    ("class size min / median / max", f'{cs.get("min")} / {cs.get("median")} / {cs.get("max")}')])
+    risk = risk_section(((d.get("manifest") or {}).get("privacy") or {}).get("risk"))
     metrics = _kv([(k, v) for k, v in m.items() if k != "per_attribute_loss"])
     figs = "".join(f'<figure><img class=plot src="{e(src)}" alt="{e(name)} plot"><figcaption>{e(name)}'
                    "</figcaption></figure>" for name, src in d.get("plots", {}).items())
@@ -124,7 +158,8 @@ def release_page(d: dict[str, Any]) -> str:
                    for a in d.get("audit", [])])
     control = (f'<form method=post action="/api/releases/{rid}/verify"><fieldset><legend>Re-verify from the '
                f'output topic</legend>{token_field()} <button>Re-verify</button></fieldset></form>')
-    body = (f'<h2>Summary</h2>{summary}<h2>Privacy</h2>{privacy}<h2>Plots</h2><div class=plots>{figs}</div>'
+    body = (f'<h2>Summary</h2>{summary}<h2>Privacy</h2>{privacy}<h2>Re-identification risk</h2>{risk}'
+            f'<h2>Plots</h2><div class=plots>{figs}</div>'
             f"<h2>Offence frequency within classes</h2>{offences}<h2>Metrics</h2>{metrics}"
             f"<h2>Controls</h2>{control}<h2>Audit trail</h2>{audit}")
     return layout(f"Release {d['id']}", body, f"/api/releases/{rid}")

@@ -114,3 +114,24 @@ def front_svg(points: dict[str, Any], note: str | None = None) -> str:
     if note:
         ax.text(0.99, 0.01, note, ha="right", va="bottom", transform=ax.transAxes, fontsize=7, color="#666")
     return _svg(fig)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.3g}%"
+
+
+def risk_svg(risk: dict[str, Any] | None) -> str:
+    """Records by prosecutor risk (the buckets of the manifest's ``privacy.risk.histogram``)."""
+    fig, ax = _figure("Records by prosecutor re-identification risk")
+    buckets = (risk or {}).get("histogram") or []
+    if not buckets or not sum(b["records"] for b in buckets):
+        _empty(ax, "no risk histogram in this release's manifest" if not buckets else "no released records")
+        return _svg(fig)
+    labels = [f"{_pct(b['low'])}–{_pct(b['high'])}" for b in buckets]
+    threshold = float(risk.get("threshold", 0.2)) if risk else 0.2
+    colors = ["#c0392b" if b["low"] >= threshold - 1e-12 else "#4a78b5" for b in buckets]
+    ax.bar(labels, [b["records"] for b in buckets], color=colors)
+    ax.set_xlabel(f"prosecutor risk 1/|class| (red: above the {threshold:g} threshold)")
+    ax.set_ylabel("records")
+    ax.tick_params(axis="x", labelrotation=30)
+    return _svg(fig)

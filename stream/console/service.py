@@ -24,7 +24,7 @@ from stream.console.redact import scrub
 from stream.settings import Settings
 
 log = logging.getLogger(__name__)
-PLOTS = ("class-sizes", "offences", "loss", "front")
+PLOTS = ("class-sizes", "offences", "risk", "loss", "front")
 FRONT_ENGINES = ("pbg-ea",)
 
 
@@ -172,6 +172,8 @@ class ConsoleService(BrokerHealth):
             return plots.class_sizes_svg(an.get("class_sizes") or {}, (detail.get("params") or {}).get("k"))
         if kind == "offences":
             return plots.offences_svg(an.get("offences") or [])
+        if kind == "risk":
+            return plots.risk_svg(((detail.get("manifest") or {}).get("privacy") or {}).get("risk"))
         return plots.loss_svg(detail["per_attribute_loss"])
 
     # --- health --------------------------------------------------------------------------------------

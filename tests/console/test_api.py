@@ -58,7 +58,7 @@ def test_release_detail_analysis_matches_ledger(console: Console, seeded: Seeded
     severities = [o["severity"] for o in offences]
     assert severities == sorted(severities)  # ordered by severity, as in the CG paper's figures
     assert set(d["per_attribute_loss"]) == set(an["qi_columns"])
-    assert set(d["plots"]) == {"class-sizes", "offences", "loss"}  # no front for mondrian
+    assert set(d["plots"]) == {"class-sizes", "offences", "risk", "loss"}  # no front for mondrian
     assert any(a["action"] == "release-stored" for a in d["audit"])
 
 
@@ -73,7 +73,7 @@ def test_release_not_found(console: Console) -> None:
 
 def test_plots_are_svg(console: Console, seeded: Seeded) -> None:
     rid = seeded.releases["S2"]
-    for name in ("class-sizes", "offences", "loss"):
+    for name in ("class-sizes", "offences", "risk", "loss"):
         status, headers, body = console.call("GET", f"/releases/{rid}/plots/{name}.svg")
         assert status == 200 and headers["Content-Type"].startswith("image/svg+xml")
         assert "<svg" in body and 'href="http' not in body  # self-contained, nothing fetched
@@ -140,10 +140,26 @@ def test_html_pages(console: Console, seeded: Seeded) -> None:
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     rid = seeded.releases["P1"]
     status, _h, body = console.call("GET", f"/releases/{rid}")
-    assert status == 200 and body.count('<img class=plot') == 4 and "plots/front.svg" in body
+    assert status == 200 and body.count('<img class=plot') == 5 and "plots/front.svg" in body
     status, _h, body = console.call("GET", "/health")
     assert status == 200 and seeded.held_window.split("|")[0] in body and "release after review" in body
     assert console.call("GET", "/audit")[0] == 200
     for page in ("/releases", f"/releases/{rid}", "/health", "/audit"):
         body = console.call("GET", page)[2]
         assert "<script" not in body and "https://" not in body  # no CDN, no external assets
+
+
+def test_release_carries_its_risk_profile(console: Console, seeded: Seeded) -> None:
+    """The manifest's privacy.risk is shown on the release page and drawn as a histogram."""
+    rid = seeded.releases["S1"]
+    d = console.get_json(f"/api/releases/{rid}")
+    risk = d["manifest"]["privacy"]["risk"]
+    assert risk["records"] == d["released"]
+    assert risk["prosecutor"]["highest"] == 1 / d["k"]  # the smallest class
+    assert sum(b["records"] for b in risk["histogram"]) == d["released"]
+    assert risk["sample_uniques"] == 0.0 and risk["sample_uniques_input"] is not None
+    assert d["verification"]["max_risk"] == 1 / d["k"]
+    status, _h, page = console.call("GET", f"/releases/{rid}")
+    assert status == 200 and "Re-identification risk" in page and "prosecutor risk: highest / average" in page
+    svg = console.call("GET", f"/releases/{rid}/plots/risk.svg")[2]
+    assert "no risk histogram" not in svg and "Records by prosecutor" in svg
