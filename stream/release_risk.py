@@ -15,7 +15,6 @@ import pandas as pd
 from core.encoding import Schema
 from core.engines.base import Release
 from core.privacy import PrivacyRequirement
-from core.risk import risk_profile
 from stream.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,6 +55,8 @@ def release_risk(schema: Schema, sample: pd.DataFrame, release: Release, samplin
     """
     if release.verification_mode == "k-regular":
         return k_regular_risk(int(release.params.get("k", 1)), len(release.rows), settings.risk_threshold)
+    from core.risk import risk_profile  # scipy, imported on the first release only
+
     spec = schema.spec
     risk = risk_profile(release.rows, schema.qi_names, original=sample, sensitive=schema.sensitive,
                         severity=spec.sensitive.severity if spec.sensitive else None,

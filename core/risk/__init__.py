@@ -9,6 +9,17 @@ Pure and vectorised so it can run on every release:
 - :mod:`core.risk.profile`: :func:`risk_profile`, one typed, JSON-serialisable result.
 """
 
-from core.risk.profile import RiskProfile, risk_profile
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["RiskProfile", "risk_profile"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import :mod:`core.risk.profile` (and scipy) on first use, not with the package."""
+    if name in __all__:
+        from core.risk import profile
+
+        return getattr(profile, name)
+    raise AttributeError(name)

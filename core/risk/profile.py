@@ -13,6 +13,7 @@ from core.risk.attribute import attribute_disclosure
 from core.risk.classes import class_index
 from core.risk.population import uniqueness
 from core.risk.reidentification import (
+    DEFAULT_THRESHOLD,
     estimated_population_sizes,
     journalist,
     marketer,
@@ -21,7 +22,7 @@ from core.risk.reidentification import (
     sample_uniques,
 )
 
-DEFAULT_THRESHOLD = 0.2
+__all__ = ["DEFAULT_THRESHOLD", "RiskProfile", "resolve_population", "risk_profile"]
 
 
 class RecordRisk(BaseModel):

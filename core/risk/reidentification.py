@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+DEFAULT_THRESHOLD = 0.2
+"""Prosecutor risk above which a record counts as at risk (ARX's default)."""
 RISK_BUCKETS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 1 / 3, 0.5, 1.0)
 """Upper bounds of the prosecutor risk histogram's buckets (right-closed): (0, 1%], (1%, 2%], ..."""
 

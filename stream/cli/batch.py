@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.encoding import encode
+from core.encoding import Schema, encode
+from core.engines.base import Release
 from core.engines.registry import describe, engine_names, get_engine, make_params
+from core.risk.reidentification import DEFAULT_THRESHOLD
 from core.verify import verify_release
 from stream.cli.progress import ProgressPrinter
 from stream.io.specs import load_schema
 from stream.io.tables import read_for_spec
+from stream.release_risk import k_regular_risk
 
 ANONYMIZE_HELP = """\
 Anonymize a CSV (or .jsonl) file with one engine and verify the result independently.
@@ -27,7 +30,10 @@ Examples:
       --max-suppression 0.04 --out adult-k5.csv --report adult-k5.json
   anonstream anonymize reports.csv --spec crime --engine mondrian -k 10 -l 3 --out out.csv
 
-Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines').
+Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines'), e.g. a bound on the
+re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param avg_risk=0.05;
+engines that cannot guarantee them refuse. The report carries the release's risk profile
+(privacy.risk, docs/risk.md).
 Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
 """
 
@@ -56,10 +62,12 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     release = engine.anonymize(batch, params, np.random.default_rng(args.seed), ProgressPrinter(engine.name))
     runtime = time.perf_counter() - started
     report = verify_release(frame, release, schema)
+    risk = batch_risk(schema, frame, release, args.threshold)
     out_cols = [c for c in release.rows.columns]
     if args.out:
         release.rows[out_cols].to_csv(args.out, index=False)
     summary = release.summary()
+    summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update({"runtime_s": round(runtime, 4), "total_s": round(time.perf_counter() - t0, 4),
                     "input": str(args.input), "rows": len(frame), "verification": report.as_dict()})
     if args.report:
@@ -68,7 +76,23 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
           f"k={report.k}" + (f", l={report.l_distinct}" if report.l_distinct is not None else "")
           + f", loss={release.metrics.get('loss_metric', float('nan')):.4f}, {runtime:.2f}s"
           + ("" if report.ok else "  VERIFICATION FAILED: " + "; ".join(report.failures)))
+    p = risk["prosecutor"]
+    print(f"risk: prosecutor highest {p['highest']:.4f}, average {p['average']:.4f}, "
+          f"{100 * p['records_at_risk']:.2f}% of records above {args.threshold:g}")
+    for warning in risk.get("warnings") or []:
+        print(f"warning: {warning}")
     return 0 if report.ok else 3
+
+
+def batch_risk(schema: Schema, frame: pd.DataFrame, release: Release, threshold: float) -> dict[str, object]:
+    """Risk profile of a batch release (the input file is taken as the whole population)."""
+    if release.verification_mode == "k-regular":
+        return k_regular_risk(int(release.params.get("k", 1)), release.released, threshold)
+    from core.risk import risk_profile
+
+    spec = schema.spec
+    return risk_profile(release.rows, schema.qi_names, original=frame, sensitive=schema.sensitive,
+                        severity=spec.sensitive.severity if spec.sensitive else None, threshold=threshold).summary()
 
 
 def _jsonable(obj: object) -> object:
@@ -105,7 +129,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="extra engine parameter (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="random seed (engines are deterministic per seed)")
     p.add_argument("--out", help="write the anonymized rows here (CSV)")
-    p.add_argument("--report", help="write levels, metrics, solution and runtime here (JSON)")
+    p.add_argument("--report", help="write levels, metrics, risk profile, solution and runtime here (JSON)")
+    p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
+                   help=f"prosecutor risk above which a record counts as at risk (default {DEFAULT_THRESHOLD})")
     p.set_defaults(func=cmd_anonymize)
     e = sub.add_parser("engines", help="list engines with their parameters and defaults")
     e.set_defaults(func=cmd_engines)

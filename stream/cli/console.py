@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.errors import InputDataError, ParamsError
+from stream.cli.risk import format_risk
 
 CONSOLE_HELP = """\
 Serve the operator console (HTML pages + JSON API) against the configured database: releases and
@@ -112,6 +113,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     if isinstance(d.get("information_loss"), float):
         print(f"  info loss {d['information_loss']:.4f}  per attribute: "
               + ", ".join(f"{k} {v:.3f}" for k, v in loss.items()))
+    risk = ((d.get("manifest") or {}).get("privacy") or {}).get("risk")
+    if risk:
+        print("  re-identification risk:")
+        print("\n".join(format_risk(risk, indent="    ")))
     if an.get("offences"):
         print("  offence frequency within its classes (mean / max share; overall share):")
         for r in an["offences"]:

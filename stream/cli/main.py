@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "stream.cli.stations",
     "stream.cli.console",
     "stream.cli.generate",
+    "stream.cli.risk",
 ]
 
 DESCRIPTION = """\
@@ -25,6 +26,7 @@ Streaming anonymization service for crime reports and other record streams.
 Common tasks:
   anonstream engines                      list engines, their parameters and defaults
   anonstream anonymize IN.csv --spec adult --engine optimal -k 5 --out OUT.csv
+  anonstream risk IN.csv --spec adult --sampling-fraction 0.01   re-identification risk before anonymizing
 """
 
 
