@@ -59,7 +59,9 @@ def _pitman_gradient(x: np.ndarray, sizes: np.ndarray, counts: np.ndarray, u: fl
 
 
 def pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> float:
-    """Pitman: solve the likelihood equations for (theta, alpha), then N^alpha Gamma(theta+1) / Gamma(theta+alpha)."""
+    """Pitman: solve the likelihood equations for (theta, alpha), then N^alpha Gamma(theta+1) / Gamma(theta+alpha).
+
+    Tries ARX's moment-based starting point, then two fixed ones; ``nan`` when none converges."""
     c1 = float(counts[sizes == 1].sum())
     if c1 == 0:
         return 0.0
@@ -69,7 +71,7 @@ def pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> fl
     den = 2.0 * c1 * u + c1 * c - n * c
     t0 = (n * u * c - c1 * (n - 1.0) * (2.0 * u + c)) / den if den else math.nan
     a0 = (t0 * (c1 - n) + (n - 1.0) * c1) / (n * u) if np.isfinite(t0) else math.nan
-    starts = [(t0, a0)] if np.isfinite(t0) and np.isfinite(a0) and 0 < a0 < 1 and t0 > -a0 else []
+    starts = [(t0, a0)] if np.isfinite(t0) and np.isfinite(a0) and a0 < 1 and t0 + a0 > 0 else []
     starts += [(1.0, 0.5), (u / 2.0, 0.1)]
     s, cnt = sizes.astype(np.float64), counts.astype(np.float64)
     for start in starts:
@@ -77,9 +79,12 @@ def pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> fl
             warnings.simplefilter("ignore")
             sol = optimize.root(_pitman_gradient, np.asarray(start, float), args=(s, cnt, u, float(n)), method="hybr")
         t, a = sol.x
-        if not sol.success or not (0.0 < a < 1.0) or t <= -a:
+        # 0 <= alpha < 1 is Pitman's infinite-class case; alpha < 0 (a finite number of classes, as for
+        # a few categorical QIs) is accepted as ARX does: population uniques then vanish as N grows.
+        if not sol.success or not a < 1.0 or a == 0.0 or t + a <= 0.0:
             continue
-        value = math.exp(special.gammaln(t + 1.0) - special.gammaln(t + a) + a * math.log(population))
+        with np.errstate(all="ignore"):
+            value = float(np.exp(special.gammaln(t + 1.0) - special.gammaln(t + a) + a * math.log(population)))
         if np.isfinite(_valid(value, population)):
             return value
     return math.nan
