@@ -36,7 +36,7 @@ from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepo
 from db.ledger import due_windows
 from db.models import Window
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
-from stream.release_risk import policy_requirement, release_risk, risk_bounds
+from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
 from stream.sampling import draw, release_id, sample_size, window_seed
 from stream.settings import Settings
 
@@ -93,7 +93,8 @@ class Orchestrator:
         self.pool = PoolRepository(db, self.policy)
         self.repo = ReleaseRepository(db)
         self.engine_name = resolve_engine(settings)
-        get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
+        engine = get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
+        warn_unenforced(settings, self.engine_name, engine.models)
         spec = schema.spec
         self._encoded: dict[str, tuple[bytes, list[bytes]]] = {}  # stored, not yet published (this process)
         self._encoded_lock = threading.Lock()

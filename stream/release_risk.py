@@ -26,6 +26,15 @@ def risk_bounds(settings: Settings, engine_models: tuple[str, ...]) -> dict[str,
     return {b: getattr(settings, b) for b in RISK_BOUNDS if getattr(settings, b) is not None and b in engine_models}
 
 
+def warn_unenforced(settings: Settings, engine: str, engine_models: tuple[str, ...]) -> list[str]:
+    """Log (once, at start-up) the operator's risk bounds the engine cannot enforce; returns them."""
+    left = [b for b in RISK_BOUNDS if getattr(settings, b) is not None and b not in engine_models]
+    if left:
+        log.warning("engine %s cannot enforce %s: the verifier will hold every window whose release exceeds it",
+                    engine, ", ".join(left))
+    return left
+
+
 def policy_requirement(req: PrivacyRequirement, settings: Settings) -> PrivacyRequirement:
     """The engine's requirement tightened by the operator's risk bounds: what the verifier checks."""
     update = {}

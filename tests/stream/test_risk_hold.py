@@ -39,9 +39,10 @@ def _release_one_window(tmp_path: Path, **updates: object) -> tuple[Database, st
     return db, wid, rid
 
 
-def test_release_over_max_risk_is_refused_and_the_window_held(tmp_path: Path) -> None:
+def test_release_over_max_risk_is_refused_and_the_window_held(tmp_path: Path, caplog) -> None:
     # k-member enforces k only: its k=5 release gives every record 5 candidates, a risk of 0.2 > 0.1
     db, wid, rid = _release_one_window(tmp_path, engine="kmember")
+    assert "engine kmember cannot enforce max_risk" in caplog.text
     assert rid is None
     with db.read() as s:
         window = s.execute(select(Window).where(Window.id == wid)).scalar_one()
