@@ -33,3 +33,17 @@ def class_index(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np
 def size_histogram(sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct class sizes ``j`` (ascending) and the number of classes ``c_j`` of each size."""
     return np.unique(np.asarray(sizes, dtype=np.int64), return_counts=True)
+
+
+def qi_analysis(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, float | str]]:
+    """Per quasi-identifier, as ARX's "quasi-identifiers" risk view (Motwani and Xu 2007):
+    *distinction* = distinct values / n, *separation* = share of record pairs that differ in it,
+    1 - sum_v c_v (c_v - 1) / (n (n - 1))."""
+    n = len(frame)
+    out: list[dict[str, float | str]] = []
+    for col in columns:
+        counts = frame[col].value_counts(dropna=False).to_numpy(dtype=np.float64)
+        pairs = n * (n - 1.0)
+        out.append({"name": col, "distinction": float(len(counts) / n) if n else 0.0,
+                    "separation": float(1.0 - (counts * (counts - 1.0)).sum() / pairs) if pairs else 0.0})
+    return out

@@ -10,7 +10,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.risk.attribute import attribute_disclosure
-from core.risk.classes import class_index
+from core.risk.classes import class_index, qi_analysis
 from core.risk.population import uniqueness
 from core.risk.reidentification import (
     DEFAULT_THRESHOLD,
@@ -55,6 +55,12 @@ class Attribute(BaseModel):
     severe_in_small: int | None = None
 
 
+class QuasiIdentifier(BaseModel):
+    name: str
+    distinction: float
+    separation: float
+
+
 class Bucket(BaseModel):
     low: float
     high: float
@@ -80,6 +86,8 @@ class RiskProfile(BaseModel):
     population_uniqueness: Uniqueness
     attribute: Attribute | None = None
     histogram: list[Bucket]
+    quasi_identifiers: list[QuasiIdentifier] = Field(default_factory=list,
+                                                     description="distinction and separation of each QI")
     warnings: list[str]
 
     def summary(self) -> dict[str, object]:
@@ -148,5 +156,6 @@ def risk_profile(released: pd.DataFrame, qi: list[str], *, original: pd.DataFram
         population_uniqueness=Uniqueness(**uniqueness(input_sizes, big_n)),
         attribute=None if attr is None else Attribute(sensitive=sensitive, **attr),
         histogram=[Bucket(**b) for b in risk_histogram(sizes)],
+        quasi_identifiers=[QuasiIdentifier(**q) for q in qi_analysis(released, qi)],
         warnings=_warnings(pros, attr, threshold, sensitive),
     )

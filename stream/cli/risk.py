@@ -68,6 +68,10 @@ def format_risk(r: dict[str, Any], indent: str = "  ") -> list[str]:
         for b in hist:
             bar = "#" * round(40 * b["records"] / total)
             lines.append(f"  ({_pct(b['low']):>7}, {_pct(b['high']):>7}] {b['records']:>9} {bar}".rstrip())
+    qis = r.get("quasi_identifiers") or []
+    if qis:
+        lines.append(f"{'quasi-identifier':24}{'distinction':>12}{'separation':>12}")
+        lines += [f"{q['name'][:24]:24}{_pct(q['distinction']):>12}{_pct(q['separation']):>12}" for q in qis]
     lines += [f"WARNING: {w}" for w in r.get("warnings") or []]
     return [indent + x for x in lines]
 

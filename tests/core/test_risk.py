@@ -12,7 +12,7 @@ from scipy import special
 
 from core.risk import risk_profile
 from core.risk.attribute import attribute_disclosure
-from core.risk.classes import class_index
+from core.risk.classes import class_index, qi_analysis
 from core.risk.population import _pitman_gradient, _snb_moments, shlosser, uniqueness, zayatz
 from core.risk.reidentification import journalist, marketer, prosecutor, risk_histogram, sample_uniques
 
@@ -137,3 +137,11 @@ def test_profile_is_json_and_warns() -> None:
     assert math.isclose(sum(b["records"] for b in data["histogram"]), 6)
     with pytest.raises(ValueError, match="not both"):
         risk_profile(TABLE, ["sex"], population=10, sampling_fraction=0.5)
+
+
+def test_qi_distinction_and_separation_by_hand() -> None:
+    sex, age = qi_analysis(TABLE, ["sex", "age"])
+    assert sex["distinction"] == pytest.approx(2 / 6) and age["distinction"] == pytest.approx(3 / 6)
+    # sex: F x4, M x2 -> same-value ordered pairs 4*3 + 2*1 = 14 of 30
+    assert sex["separation"] == pytest.approx(1 - 14 / 30)
+    assert age["separation"] == pytest.approx(1 - (0 + 2 + 6) / 30)

@@ -15,7 +15,7 @@ def test_risk_prints_the_profile(tiny):  # noqa: F811
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for fragment in ("prosecutor", "journalist", "marketer", "sample uniques", "population uniques",
-                     "Dankar's rule", "records by prosecutor risk", "homogeneous class"):
+                     "Dankar's rule", "records by prosecutor risk", "homogeneous class", "separation"):
         assert fragment in out, out
     data_json = json.loads(cli("risk", str(data), "--spec", str(spec), "--population", "400", "--json").stdout)
     frame = pd.read_csv(data)
