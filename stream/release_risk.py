@@ -27,7 +27,10 @@ def risk_bounds(settings: Settings, engine_models: tuple[str, ...]) -> dict[str,
 
 
 def warn_unenforced(settings: Settings, engine: str, engine_models: tuple[str, ...]) -> list[str]:
-    """Log (once, at start-up) the operator's risk bounds the engine cannot enforce; returns them."""
+    """At start-up: import the risk models (scipy) so the first release does not pay for it, and log
+    the operator's risk bounds the engine cannot enforce; returns them."""
+    import core.risk.profile  # noqa: F401  (import cost, about a second, taken before any window is claimed)
+
     left = [b for b in RISK_BOUNDS if getattr(settings, b) is not None and b not in engine_models]
     if left:
         log.warning("engine %s cannot enforce %s: the verifier will hold every window whose release exceeds it",

@@ -21,13 +21,25 @@ import math
 import warnings
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 Model = str  # "pitman" | "zayatz" | "snb"
 
 
 def _valid(value: float, population: float) -> float:
     return float(value) if np.isfinite(value) and 0.0 <= value <= population + 1e-6 else math.nan
+
+
+def hypergeom_one(population: int, sizes: np.ndarray, n: int) -> np.ndarray:
+    """h(1; N, j, n): probability that a sample of n out of N holds exactly one record of a class of j,
+    j C(N - j, n - 1) / C(N, n) = j (n / N) prod_{i=1}^{j-1} (N - n - i + 1) / (N - i), summed in logs."""
+    j = np.asarray(sizes, dtype=np.int64)
+    big, m = float(population), float(n)
+    i = np.arange(1, max(int(j.max(initial=1)), 1), dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(big - m - i + 1.0 > 0, np.log1p(-(m - 1.0) / (big - i)), -np.inf)
+    cum = np.concatenate([[0.0], np.cumsum(terms)])
+    return j * (m / big) * np.exp(cum[j - 1])
 
 
 def zayatz(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> float:
@@ -39,11 +51,11 @@ def zayatz(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> fl
     c1 = float(counts[sizes == 1].sum())
     if c1 == 0:
         return 0.0
-    h = stats.hypergeom.pmf(1, population, sizes, n)
+    h = hypergeom_one(population, sizes, n)
     denom = float((counts * h).sum())
     if denom <= 0:
         return math.nan
-    cond = c1 * float(stats.hypergeom.pmf(1, population, 1, n)) / denom
+    cond = c1 * float(hypergeom_one(population, np.ones(1), n)[0]) / denom
     return _valid(c1 * cond / (n / population), population)
 
 

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from pycanon import anonymity
-from scipy import special
+from scipy import special, stats
 
 from core.risk import risk_profile
 from core.risk.attribute import attribute_disclosure
 from core.risk.classes import class_index, qi_analysis
-from core.risk.population import _pitman_gradient, _snb_moments, shlosser, uniqueness, zayatz
+from core.risk.population import _pitman_gradient, _snb_moments, hypergeom_one, shlosser, uniqueness, zayatz
 from core.risk.reidentification import journalist, marketer, prosecutor, risk_histogram, sample_uniques
 
 # Three classes of sizes 1, 2 and 3 (n = 6).
@@ -145,3 +145,14 @@ def test_qi_distinction_and_separation_by_hand() -> None:
     # sex: F x4, M x2 -> same-value ordered pairs 4*3 + 2*1 = 14 of 30
     assert sex["separation"] == pytest.approx(1 - 14 / 30)
     assert age["separation"] == pytest.approx(1 - (0 + 2 + 6) / 30)
+
+
+def test_hypergeometric_matches_scipy() -> None:
+    """Exact product form; scipy's pmf itself drifts by ~1e-8 relative at N = 1e8 (for j = 1 the exact
+    value is n / N = 0.0002, scipy gives 0.0002000000015)."""
+    assert hypergeom_one(10**8, np.array([1]), 20_000)[0] == 20_000 / 10**8
+    sizes = np.array([1, 2, 3, 50, 990])
+    for big, n in ((12, 6), (1000, 10), (1000, 999), (10**8, 20_000)):
+        ok = sizes <= big
+        assert hypergeom_one(big, sizes[ok], n) == pytest.approx(stats.hypergeom.pmf(1, big, sizes[ok], n),
+                                                                 rel=1e-7, abs=1e-300)
