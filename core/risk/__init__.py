@@ -7,6 +7,10 @@ Pure and vectorised so it can run on every release:
 - :mod:`core.risk.population`: population uniqueness (Pitman, Zayatz, SNB, Dankar's rule);
 - :mod:`core.risk.attribute`: homogeneous classes, delta-disclosure, severe offences;
 - :mod:`core.risk.profile`: :func:`risk_profile`, one typed, JSON-serialisable result.
+
+The CG paper's severity metrics (severity penalty, offence frequency in classes) stay in
+:mod:`core.metrics.risk`; ``max_risk`` / ``avg_risk`` as requirements are in
+:mod:`core.privacy.requirement`.
 """
 
 from __future__ import annotations
