@@ -14,6 +14,7 @@ import pandas as pd
 
 from core.errors import InputDataError, SpecError, preview
 from core.hierarchies import EncodedQI, Hierarchy, build_hierarchy
+from core.hierarchies.base import factorize, stripped
 from core.schema import DatasetSpec
 
 
@@ -87,9 +88,31 @@ class EncodedBatch:
         cols = {q.name: q.labels[int(lv)][q.at(int(lv))] for q, lv in zip(self.qis, levels, strict=True)}
         return pd.DataFrame(cols, index=self.frame.index)
 
-    def row_cost(self, levels: np.ndarray | list[int]) -> np.ndarray:
-        """Per-row, per-QI information-loss cost at node ``levels``, shape (n, d)."""
-        return np.stack([q.row_cost(int(lv)) for q, lv in zip(self.qis, levels, strict=True)], axis=1)
+    def row_cost(self, levels: np.ndarray | list[int], rows: np.ndarray | None = None) -> np.ndarray:
+        """Per-row, per-QI information-loss cost at node ``levels``, shape (n, d) (or of ``rows`` only)."""
+        out = np.empty((self.n if rows is None else len(rows), self.d), np.float64)
+        for a, (q, lv) in enumerate(zip(self.qis, levels, strict=True)):
+            leaf_cost = q.cost[int(lv)][q.maps[int(lv)]]  # per leaf: one gather per row below
+            out[:, a] = leaf_cost[q.codes if rows is None else q.codes[rows]]
+        return out
+
+    def released_frame(self, levels: np.ndarray | list[int], rows: np.ndarray | None = None) -> pd.DataFrame:
+        """The used columns of ``rows`` (all rows if None) with every QI replaced by its label at ``levels``.
+
+        Labels are gathered per leaf first, then once per released row; other columns keep their dtype.
+        """
+        level_of = {q.name: (q, int(lv)) for q, lv in zip(self.qis, levels, strict=True)}
+        data: dict[str, object] = {}
+        for col in self.frame.columns:
+            if col in level_of:
+                q, lv = level_of[col]
+                leaf_label = q.labels[lv][q.maps[lv]]
+                data[col] = leaf_label[q.codes if rows is None else q.codes[rows]]
+            else:
+                values = self.frame[col].array
+                data[col] = values if rows is None else values.take(rows)
+        index = self.frame.index if rows is None else self.frame.index.take(rows)
+        return pd.DataFrame(data, index=index, columns=self.frame.columns)
 
     def take(self, rows: np.ndarray) -> EncodedBatch:
         """A sub-batch of the given positional rows, sharing the hierarchies' lookup tables."""
@@ -130,8 +153,9 @@ def encode(frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
         col = used[spec.sensitive.name]
         if col.isna().any():
             raise InputDataError(f"sensitive column '{spec.sensitive.name}' has missing values", reason="missing-field")
-        codes, uniq = pd.factorize(col.astype(str).str.strip(), sort=True)
-        s_codes, s_labels = codes.astype(np.int32), np.asarray(uniq, dtype=object)
+        raw, distinct = factorize(col)  # strip and sort the distinct values only
+        labels_of, uniq = pd.factorize(stripped(distinct), sort=True)
+        s_codes, s_labels = labels_of.astype(np.int32)[raw], np.asarray(uniq, dtype=object)
         table = spec.sensitive.severity
         if table is not None:
             missing = [v for v in s_labels if v not in table]

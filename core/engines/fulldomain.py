@@ -20,17 +20,16 @@ def release_from_node(engine: str, batch: EncodedBatch, evaluator: NodeEvaluator
     """Materialize the release of a lattice node: generalize, suppress failing classes, measure."""
     levels = node.levels
     cls, suppressed = evaluator.row_partition(levels)
-    keep = ~suppressed
-    labels = batch.labels_at(levels)
-    rows = batch.frame.copy()
-    for col in labels.columns:
-        rows[col] = labels[col]
-    rows = rows[keep]
-    cost = batch.row_cost(levels)[keep]
     n_supp = int(suppressed.sum())
-    sens = batch.sensitive_codes[keep] if batch.sensitive_codes is not None else None
-    level = achieved(cls[keep], sens, c=params.c, t_distance=params.t_distance)
-    metrics = summarize(cost, batch.weights, cls[keep], n_supp, params.k, batch.schema.qi_names,
+    kept = np.flatnonzero(~suppressed) if n_supp else None  # None: every row is released
+    rows = batch.released_frame(levels, kept)
+    cost = batch.row_cost(levels, kept)
+    cls_kept = cls if kept is None else cls[kept]
+    sens = None
+    if batch.sensitive_codes is not None:
+        sens = batch.sensitive_codes if kept is None else batch.sensitive_codes[kept]
+    level = achieved(cls_kept, sens, c=params.c, t_distance=params.t_distance)
+    metrics = summarize(cost, batch.weights, cls_kept, n_supp, params.k, batch.schema.qi_names,
                         None if batch.severity is None or sens is None else batch.severity[sens])
     metrics["precision_loss"] = precision_loss(levels, batch.heights)
     diag = {
@@ -44,7 +43,7 @@ def release_from_node(engine: str, batch: EncodedBatch, evaluator: NodeEvaluator
     diag.update(diagnostics or {})
     return Release(
         engine=engine, params=params.model_dump(), requirement=params.requirement(), rows=rows,
-        class_ids=cls[keep], suppressed=batch.frame.index.to_numpy()[suppressed], metrics=metrics,
+        class_ids=cls_kept, suppressed=batch.frame.index.to_numpy()[suppressed], metrics=metrics,
         privacy=level.as_dict(), diagnostics=diag, runtime_s=time.perf_counter() - started,
     )
 

@@ -97,6 +97,7 @@ def seed_infeasible(evaluator: NodeEvaluator, lattice: Lattice, infeasible: Node
     for node in nodes:
         if infeasible.covers(node):
             continue
+        evaluator.prepare_projection(node)
         res = evaluator.evaluate(node)
         if evaluator.monotone_infeasible(res):
             infeasible.add(node)

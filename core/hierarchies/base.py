@@ -95,6 +95,34 @@ class EncodedQI:
         return self.cost[level][self.at(level)]
 
 
+def factorize(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row code into the column's distinct raw values, and those values (object array).
+
+    Hashing runs in C (pandas factorization, or the codes of a categorical column); callers then
+    do their Python work (stripping, parsing, lookups) once per distinct value, never per row.
+    Missing values are kept as one distinct value (``nan``), as ``astype(str)`` would render them.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.cat.remove_unused_categories()
+        codes = values.cat.codes.to_numpy().astype(np.int64)
+        uniq = np.asarray(values.cat.categories, dtype=object)
+        if len(codes) and codes.min() < 0:
+            codes = np.where(codes < 0, len(uniq), codes)
+            uniq = np.append(uniq, np.array([np.nan], dtype=object))
+        return codes, uniq
+    codes, uniq = pd.factorize(values.to_numpy())
+    codes, uniq = codes.astype(np.int64, copy=False), np.asarray(uniq, dtype=object)
+    if len(codes) and codes.min() < 0:  # missing values: one more distinct value
+        codes = np.where(codes < 0, len(uniq), codes)
+        uniq = np.append(uniq, np.array([np.nan], dtype=object))
+    return codes, uniq
+
+
+def stripped(uniq: np.ndarray) -> np.ndarray:
+    """``str(value).strip()`` of each distinct value (object array of ``str``)."""
+    return np.array([str(v).strip() for v in uniq], dtype=object)
+
+
 def validate_nesting(name: str, maps: list[np.ndarray]) -> None:
     """Check that every value at level ``l`` has exactly one parent at ``l + 1``."""
     for level in range(len(maps) - 1):

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import InputDataError, preview
-from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, unknown_error
+from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
 _FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
 
@@ -32,7 +32,8 @@ class DateHierarchy(Hierarchy):
         self.domain = domain
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
-        days = to_days(self.name, values)
+        row_code, distinct = factorize(values)
+        days = to_days(self.name, pd.Series(distinct))  # parse each distinct value once
         if self.domain is not None:
             lo_d, hi_d = (pd.Timestamp(d, tz="UTC") for d in self.domain)
             outside = (days < lo_d) | (days > hi_d)
@@ -42,7 +43,8 @@ class DateHierarchy(Hierarchy):
             lo_d, hi_d = days.min(), days.max()
         dom = (lo_d.value / 86400e9, hi_d.value / 86400e9)
         span = max(dom[1] - dom[0], 1.0)
-        leaves, codes = np.unique(days.asi8, return_inverse=True)
+        leaves, distinct_leaf = np.unique(days.asi8, return_inverse=True)
+        codes = distinct_leaf.ravel()[row_code]
         leaf_ts = pd.DatetimeIndex(leaves, tz="UTC")
         maps, labels, lows, highs, costs = [], [], [], [], []
         for lvl in self.levels:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import HierarchyError, InputDataError, preview
-from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, unknown_error
+from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
 _BAND = re.compile(r"^\[(-?[\d.eE+-]+), (-?[\d.eE+-]+)\)$")
 
@@ -104,17 +104,19 @@ class IntervalHierarchy(Hierarchy):
         return out
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
-        raw = to_numeric(self.name, values)
+        row_code, distinct = factorize(values)
+        raw = to_numeric(self.name, pd.Series(distinct))  # one conversion per distinct value
         dom = self._domain(raw)
         outside = (raw < dom[0]) | (raw > dom[1]) if (self.domain or self.edges) else np.zeros(len(raw), bool)
         if self.edges is not None:
             outside |= raw >= dom[1]
         if outside.any() and unknown == "error":
             raise unknown_error(self.name, [fmt_number(v) for v in raw[outside]])
-        leaves, codes = np.unique(raw, return_inverse=True)
+        leaves, distinct_leaf = np.unique(raw, return_inverse=True)
+        codes = distinct_leaf.ravel()[row_code]
         inside_leaf = np.ones(len(leaves), bool)
         if outside.any():
-            inside_leaf[np.unique(codes[outside])] = False
+            inside_leaf[np.unique(distinct_leaf.ravel()[outside])] = False
         span = dom[1] - dom[0]
         maps = [np.arange(len(leaves), dtype=np.int32)]
         labels = [np.array([fmt_number(v) for v in leaves], dtype=object)]

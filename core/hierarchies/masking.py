@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.hierarchies.base import EncodedQI, Hierarchy, UnknownPolicy
+from core.hierarchies.base import EncodedQI, Hierarchy, UnknownPolicy, factorize, stripped
 from core.hierarchies.table import TableHierarchy
 
 
@@ -27,7 +27,7 @@ class MaskHierarchy(Hierarchy):
         self.length, self.char = length, char
 
     def _table(self, values: pd.Series) -> TableHierarchy:
-        codes = sorted(set(values.astype(str).str.strip()))
+        codes = sorted(set(stripped(factorize(values)[1])))
         return TableHierarchy(self.name, mask_rows(codes, self.length, self.char), kind="masked")
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:

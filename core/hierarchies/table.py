@@ -8,7 +8,16 @@ import numpy as np
 import pandas as pd
 
 from core.errors import HierarchyError
-from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, unknown_error, validate_nesting
+from core.hierarchies.base import (
+    TOP,
+    EncodedQI,
+    Hierarchy,
+    UnknownPolicy,
+    factorize,
+    stripped,
+    unknown_error,
+    validate_nesting,
+)
 
 
 def parse_arx_csv(text: str, sep: str = ";") -> list[list[str]]:
@@ -64,15 +73,17 @@ class TableHierarchy(Hierarchy):
         return len(self._maps) - 1
 
     def leaf_codes(self, values: pd.Series, unknown: UnknownPolicy) -> tuple[np.ndarray, bool]:
-        keys = values.astype(str).str.strip()
-        codes = self.leaf_index.get_indexer(keys)
-        missing = codes < 0
+        """Leaf code per row (vectorized: one hierarchy lookup per distinct value) and whether any
+        value is outside the hierarchy (mapped to the synthetic leaf ``len(leaves)``)."""
+        raw, uniq = factorize(values)
+        keys = stripped(uniq)
+        lut = self.leaf_index.get_indexer(keys).astype(np.int32)
+        missing = lut < 0
         if missing.any():
             if unknown == "error":
                 raise unknown_error(self.name, keys[missing])
-            codes = codes.copy()
-            codes[missing] = len(self.leaf_index)
-        return codes.astype(np.int32), bool(missing.any())
+            lut[missing] = len(self.leaf_index)
+        return lut[raw], bool(missing.any())
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         codes, has_unknown = self.leaf_codes(values, unknown)

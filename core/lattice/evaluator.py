@@ -20,7 +20,6 @@ makes it an admissible bound for branch and bound.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Literal
 
@@ -28,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from core.encoding import EncodedBatch
+from core.lattice.tables import TableCache, projection_table
 from core.privacy.models import class_ok
 from core.privacy.requirement import PrivacyRequirement
 
@@ -62,8 +62,11 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
             return uniq, counts, inverse.ravel()
         key += col.astype(np.int64) * radix
         radix *= size
-    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
-    return matrix[first], counts, inverse.ravel()
+    # Hash factorization (first-appearance order) instead of a sort: O(n), deterministic.
+    inverse, uniq = pd.factorize(key)
+    first = np.empty(len(uniq), np.int64)
+    first[inverse] = np.arange(len(key))  # any row of a key will do: they are equal
+    return matrix[first], np.bincount(inverse, minlength=len(uniq)), inverse.astype(np.int64, copy=False)
 
 
 class NodeEvaluator:
@@ -109,8 +112,7 @@ class NodeEvaluator:
         self._up: np.ndarray | None = None
         self.bottom = (0,) * batch.d
         self.bottom_tab = np.ascontiguousarray(uniq, dtype=np.int32)
-        self.tables: OrderedDict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self.table_cells = 0
+        self.tables = TableCache(batch.d, _MAX_TABLE_CELLS)
 
     def _pack(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense (d, levels, m) code cube and (d, levels, codes) cost cube for the kernels."""
@@ -204,21 +206,28 @@ class NodeEvaluator:
 
     def _source(self, node: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
         """The cached class table below ``node`` with the fewest rows (bottom table as fallback)."""
-        best = (self.bottom, self.bottom_tab, self.counts)
-        for a in range(len(node)):
-            if node[a]:
-                pred = node[:a] + (node[a] - 1,) + node[a + 1 :]
-                hit = self.tables.get(pred)
-                if hit is not None and len(hit[1]) < len(best[2]):
-                    best = (pred, hit[0], hit[1])
-        return best
+        hit = self.tables.below(node, len(self.counts))
+        return hit if hit is not None else (self.bottom, self.bottom_tab, self.counts)
 
-    def _remember(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> None:
-        self.tables[node] = (tab, cnt)
-        self.table_cells += tab.size
-        while self.table_cells > _MAX_TABLE_CELLS and self.tables:
-            _, (old, _) = self.tables.popitem(last=False)
-            self.table_cells -= old.size
+    def prepare_projection(self, node: tuple[int, ...]) -> None:
+        """Cache, with one dense count, a cheap table below a node whose QIs are mostly at the top.
+
+        The table is that of ``node`` with its non-top QIs lowered to their leaves. It is skipped when
+        a cached table below ``node`` is already much smaller than the bottom table.
+        """
+        if self.backend != "numba" or self._up_cube() is None:
+            return
+        attrs = [a for a, lv in enumerate(node) if lv < self.heights[a]]
+        base = tuple(0 if a in attrs else int(h) for a, h in enumerate(self.heights))
+        hit = self.tables.below(node, len(self.counts) // 8 + 1)
+        if base in self.tables or hit is not None:
+            return
+        if any(self.ncodes[a][int(h)] != 1 for a, h in enumerate(self.heights)):
+            return
+        sizes = [self.ncodes[a][0] for a in attrs] + ([self.n_sens] if self.with_sensitive else [])
+        built = projection_table(self.bottom_tab, self.counts, attrs, sizes, int(self.with_sensitive))
+        if built is not None:
+            self.tables.add(base, *built)
 
     def table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
         """Distinct (QI codes at ``node`` [, sensitive code]) rows with counts, via roll-up."""
@@ -230,7 +239,7 @@ class NodeEvaluator:
 
         src, tab, cnt = self._source(node)
         out, sizes = rollup(tab, cnt, up, np.asarray(src, np.int64), np.asarray(node, np.int64), radix)
-        self._remember(node, out, sizes)
+        self.tables.add(node, out, sizes)
         return out, sizes
 
     def evaluate(self, levels: tuple[int, ...] | np.ndarray) -> NodeResult:

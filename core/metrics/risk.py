@@ -13,7 +13,9 @@ def severity_penalty(class_ids: np.ndarray, severity: np.ndarray) -> float:
     """
     if len(class_ids) == 0:
         return 0.0
-    _, cls = np.unique(class_ids, return_inverse=True)
+    from core.privacy.check import rank_ids
+
+    cls = rank_ids(class_ids)
     sizes = np.bincount(cls)
     return float((np.asarray(severity, float) / sizes[cls]).sum())
 

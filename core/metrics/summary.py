@@ -13,13 +13,14 @@ from core.metrics.loss import (
     suppression_rate,
 )
 from core.metrics.risk import severity_penalty
+from core.privacy.check import rank_ids
 
 
 def summarize(cost: np.ndarray, weights: np.ndarray, class_ids: np.ndarray, suppressed: int, k: int,
               qi_names: list[str], severity: np.ndarray | None = None) -> dict[str, object]:
     """Metrics of a release from its per-row, per-QI cost matrix and its class ids."""
     n = cost.shape[0] + suppressed
-    _, cls = np.unique(class_ids, return_inverse=True) if len(class_ids) else (None, np.zeros(0, int))
+    cls = rank_ids(class_ids) if len(class_ids) else np.zeros(0, int)
     sizes = np.bincount(cls) if len(cls) else np.zeros(0, int)
     out: dict[str, object] = {
         "loss_metric": loss_metric(cost, weights, suppressed),
