@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -168,3 +170,37 @@ def encode(frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
             severity = np.array([table.get(v, default) for v in s_labels], dtype=np.float64)
     return EncodedBatch(schema=schema, frame=used, qis=qis, weights=weights, sensitive_codes=s_codes,
                         sensitive_labels=s_labels, severity=severity)
+
+
+class EncodingCache:
+    """Reuse the encoding of a frame across runs of the same batch (several engines, settings or repeats).
+
+    Entries are keyed by the identity of the frame and of the schema object, hold the frame only
+    weakly and are checked to be the very same objects on a hit. Callers must treat a cached frame
+    as immutable: after changing a frame in place, call :meth:`forget` (or use a new frame).
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[int, int], tuple[weakref.ref[pd.DataFrame], Schema, EncodedBatch]] = (
+            OrderedDict())
+        self.hits = self.misses = 0
+
+    def encode(self, frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
+        key = (id(frame), id(schema))
+        hit = self._items.get(key)
+        if hit is not None and hit[0]() is frame and hit[1] is schema:
+            self.hits += 1
+            self._items.move_to_end(key)
+            return hit[2]
+        self.misses += 1
+        batch = encode(frame, schema)
+        self._items[key] = (weakref.ref(frame), schema, batch)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+        return batch
+
+    def forget(self, frame: pd.DataFrame) -> None:
+        """Drop every encoding of ``frame``."""
+        for key in [k for k in self._items if k[0] == id(frame)]:
+            del self._items[key]

@@ -1,18 +1,24 @@
-"""The explicit engine registry: name -> engine class, plus helpers to validate params and run."""
+"""The explicit engine registry: name -> engine class, plus helpers to validate params and run.
+
+Importing this module is cheap (standard library and the error classes only): engine modules,
+numpy, pandas and numba load when an engine is first asked for.
+"""
 
 from __future__ import annotations
 
 import importlib
+import json
 import time
-from typing import Any
+import typing
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-from pydantic import ValidationError
-
-from core.encoding import Schema, encode
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_models
 from core.errors import ParamsError, UnknownEngineError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.encoding import Schema
+    from core.engines.base import Engine, EngineParams, Progress, Release
 
 # name -> "module:Class". One line per engine; the module is imported on first use.
 _ENGINES: dict[str, str] = {
@@ -44,6 +50,10 @@ def get_engine(name: str) -> Engine:
 
 def make_params(engine: Engine | str, values: dict[str, Any] | None = None) -> EngineParams:
     """Validate parameters for an engine; errors name the parameter and its constraint."""
+    from pydantic import ValidationError
+
+    from core.engines.base import require_models
+
     eng = get_engine(engine) if isinstance(engine, str) else engine
     try:
         params = eng.Params.model_validate({k: v for k, v in (values or {}).items() if v is not None})
@@ -56,22 +66,77 @@ def make_params(engine: Engine | str, values: dict[str, Any] | None = None) -> E
     return params
 
 
+# Parameters that only mean something for a privacy model; hidden for engines that refuse the model.
+_MODEL_PARAMS = {"l": ("l", "l_kind", "c"), "t": ("t", "t_distance")}
+
+
+def accepted_fields(engine: Engine) -> list[str]:
+    """The parameter names an engine accepts (those of privacy models it refuses are left out)."""
+    refused = {f for model, fields in _MODEL_PARAMS.items() if model not in engine.models for f in fields}
+    return [name for name in engine.Params.model_fields if name not in refused]
+
+
+def type_text(annotation: Any) -> str:
+    """A parameter type as a user reads it: ``a | b`` for allowed values, ``list of float``, ``int``."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " | ".join(str(a) for a in args)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        inner = [type_text(a) for a in args if a is not type(None)]
+        return " | ".join(inner) + (" (optional)" if len(inner) < len(args) else "")
+    if origin in (tuple, list, set, frozenset):
+        return "list of " + (type_text(args[0]) if args else "values")
+    if origin is dict:
+        return "table of " + (type_text(args[1]) if len(args) == 2 else "values")
+    return getattr(annotation, "__name__", str(annotation).replace("typing.", ""))
+
+
+def value_text(value: Any) -> str:
+    """A default as it would be typed after ``--param NAME=`` (JSON for lists and tables)."""
+    if value is None:
+        return "(unset)"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list | dict | set | frozenset):
+        return json.dumps(list(value) if isinstance(value, tuple | set | frozenset) else value)
+    return str(value)
+
+
+def bounds_text(metadata: list[Any]) -> str:
+    """Numeric constraints (``>= 1``, ``<= 1``) from a pydantic field's metadata."""
+    parts = []
+    for item in metadata:
+        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            bound = getattr(item, attr, None)
+            if bound is not None:
+                parts.append(f"{sign} {bound}")
+    return ", ".join(parts)
+
+
 def describe(engine: Engine) -> list[dict[str, Any]]:
-    """Each parameter of an engine with its type, default and description."""
+    """Each parameter the engine accepts: name, type (allowed values), typeable default, bounds, description."""
     out = []
-    for name, f in engine.Params.model_fields.items():
-        ann = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
-        out.append({"name": name, "type": ann, "default": f.default, "description": f.description or ""})
+    for name in accepted_fields(engine):
+        f = engine.Params.model_fields[name]
+        out.append({"name": name, "type": type_text(f.annotation), "default": value_text(f.default),
+                    "bounds": bounds_text(list(f.metadata)), "description": f.description or ""})
     return out
 
 
 def run(engine: str, frame: pd.DataFrame, schema: Schema, params: dict[str, Any] | EngineParams | None = None,
-        seed: int = 0, progress: Progress = no_progress) -> Release:
+        seed: int = 0, progress: Progress | None = None) -> Release:
     """Encode ``frame`` and anonymize it with the named engine (not yet verified)."""
+    import numpy as np
+
+    from core.encoding import encode
+    from core.engines.base import EngineParams, no_progress
+
     eng = get_engine(engine)
     p = params if isinstance(params, EngineParams) else make_params(eng, params)
     batch = encode(frame, schema)
     started = time.perf_counter()
-    release = eng.anonymize(batch, p, np.random.default_rng(seed), progress)
+    release = eng.anonymize(batch, p, np.random.default_rng(seed), progress or no_progress)
     object.__setattr__(release, "runtime_s", time.perf_counter() - started)
     return release

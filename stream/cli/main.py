@@ -1,24 +1,36 @@
-"""``anonstream`` command line: one sub-command module per area, registered explicitly below."""
+"""``anonstream`` command line: one sub-command module per area, registered explicitly below.
+
+Start-up is kept short: this module imports only the standard library. ``anonstream --help`` lists
+the commands from the table below without importing any of them; running a command imports only
+the module that defines it (each module keeps its heavy imports inside its command functions).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import logging
+import os
 import sys
 
-from core.errors import AnonymizationError
-
-# Each module exposes ``register(subparsers)``; handlers are stored with ``set_defaults(func=...)``.
-COMMAND_MODULES = [
-    "stream.cli.batch",
-    "stream.cli.front",
-    "stream.cli.service",
-    "stream.cli.stations",
-    "stream.cli.console",
-    "stream.cli.generate",
-    "stream.cli.risk",
-]
+# command -> (module exposing ``register(subparsers)``, one-line help). Handlers are stored with
+# ``set_defaults(func=...)`` by the module; the help line here is what ``anonstream --help`` shows.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "anonymize": ("stream.cli.batch", "anonymize a CSV file with one engine"),
+    "engines": ("stream.cli.engines", "list engines with their parameters and defaults"),
+    "warmup": ("stream.cli.engines", "compile or load every engine's kernels once (run after installing)"),
+    "front": ("stream.cli.front", "Pareto front of privacy and loss (PBG-EA): table and PNG"),
+    "run": ("stream.cli.service", "run a worker (embedded broker if none configured)"),
+    "demo": ("stream.cli.service", "embedded broker + worker + simulated stations, one day"),
+    "migrate": ("stream.cli.service", "upgrade the ledger database (or check / downgrade it)"),
+    "push": ("stream.cli.stations", "validate a station's CSV/JSONL reports and push them"),
+    "consume": ("stream.cli.stations", "write each complete release as CSV (analysts' example)"),
+    "console": ("stream.cli.console", "serve the operator console (web)"),
+    "releases": ("stream.cli.console", "list, show or re-verify releases in the ledger"),
+    "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),
+    "generate": ("stream.cli.generate", "generate synthetic data sets"),
+    "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
+}
 
 DESCRIPTION = """\
 Streaming anonymization service for crime reports and other record streams.
@@ -27,27 +39,66 @@ Common tasks:
   anonstream engines                      list engines, their parameters and defaults
   anonstream anonymize IN.csv --spec adult --engine optimal -k 5 --out OUT.csv
   anonstream risk IN.csv --spec adult --sampling-fraction 0.01   re-identification risk before anonymizing
+  anonstream warmup                       compile the engines' kernels once after installing
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def cache_dir() -> str:
+    """The user's cache folder for anonstream (``ANONSTREAM_CACHE_DIR``, else XDG / ~/.cache)."""
+    explicit = os.environ.get("ANONSTREAM_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "anonstream")
+
+
+def use_kernel_cache() -> None:
+    """Point numba's on-disk kernel cache at a writable user folder unless the user chose one.
+
+    numba would otherwise write next to the installed sources (impossible in a read-only install)
+    or into its own folder; one known place lets ``anonstream warmup`` fill it once after installing.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    path = os.path.join(cache_dir(), "numba")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return  # unwritable home: numba's own fallback applies
+    if os.access(path, os.W_OK):
+        os.environ["NUMBA_CACHE_DIR"] = path
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (the others are listed by name and help)."""
     parser = argparse.ArgumentParser(prog="anonstream", description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug output")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command][0]).register(sub)
+    for name, (_module, help_line) in COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_line)
     return parser
 
 
+def _command(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    use_kernel_cache()
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from core.errors import AnonymizationError
+
     try:
         return int(args.func(args) or 0)
     except AnonymizationError as exc:
