@@ -26,12 +26,11 @@ class MaskHierarchy(Hierarchy):
         super().__init__(name)
         self.length, self.char = length, char
 
-    def _table(self, values: pd.Series) -> TableHierarchy:
-        codes = sorted(set(stripped(factorize(values)[1])))
-        return TableHierarchy(self.name, mask_rows(codes, self.length, self.char), kind="masked")
-
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
-        return self._table(values).encode(values, unknown)
+        factorized = factorize(values)  # once: the table is built over the distinct codes, then looked up
+        codes = sorted(set(stripped(factorized[1])))
+        table = TableHierarchy(self.name, mask_rows(codes, self.length, self.char), kind="masked")
+        return table.encode(values, unknown, factorized)
 
     def covers(self, label: str, value: object) -> bool:
         v = str(value).strip()

@@ -72,10 +72,13 @@ class TableHierarchy(Hierarchy):
     def height(self) -> int:
         return len(self._maps) - 1
 
-    def leaf_codes(self, values: pd.Series, unknown: UnknownPolicy) -> tuple[np.ndarray, bool]:
+    def leaf_codes(self, values: pd.Series, unknown: UnknownPolicy,
+                   factorized: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, bool]:
         """Leaf code per row (vectorized: one hierarchy lookup per distinct value) and whether any
-        value is outside the hierarchy (mapped to the synthetic leaf ``len(leaves)``)."""
-        raw, uniq = factorize(values)
+        value is outside the hierarchy (mapped to the synthetic leaf ``len(leaves)``).
+
+        ``factorized`` is ``factorize(values)`` when the caller already has it."""
+        raw, uniq = factorized if factorized is not None else factorize(values)
         keys = stripped(uniq)
         lut = self.leaf_index.get_indexer(keys).astype(np.int32)
         missing = lut < 0
@@ -85,8 +88,9 @@ class TableHierarchy(Hierarchy):
             lut[missing] = len(self.leaf_index)
         return lut[raw], bool(missing.any())
 
-    def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
-        codes, has_unknown = self.leaf_codes(values, unknown)
+    def encode(self, values: pd.Series, unknown: UnknownPolicy = "error",
+               factorized: tuple[np.ndarray, np.ndarray] | None = None) -> EncodedQI:
+        codes, has_unknown = self.leaf_codes(values, unknown, factorized)
         maps, labels, cost, under = list(self._maps), list(self._labels), list(self._cost), list(self._under)
         if has_unknown:
             # One synthetic leaf labelled '*' at every level below the top, costing 1 everywhere.
