@@ -1,0 +1,40 @@
+"""The class-table cache: smallest table below a node, bounded size, dense projection tables."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from core.lattice.tables import TableCache, projection_table
+
+
+def _tab(rows: int, width: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros((rows, width), np.int32), np.ones(rows, np.int64)
+
+
+def test_below_picks_the_smallest_table_under_the_node():
+    cache = TableCache(3, max_cells=10_000)
+    cache.add((0, 1, 0), *_tab(50))
+    cache.add((1, 1, 0), *_tab(20))
+    cache.add((2, 2, 2), *_tab(2))  # not below (1, 1, 1)
+    src, _, cnt = cache.below((1, 1, 1), limit=100)
+    assert src == (1, 1, 0) and len(cnt) == 20
+    assert cache.below((1, 1, 1), limit=20) is None  # nothing smaller than the limit
+    assert cache.below((0, 0, 0), limit=100) is None
+
+
+def test_oldest_tables_are_evicted_beyond_the_cell_budget():
+    cache = TableCache(2, max_cells=300)
+    for i in range(200):  # forces the slot arrays to grow too
+        cache.add((i, 0), *_tab(40))
+        assert cache.cells <= 300 or len(cache.tables) == 1
+    assert (199, 0) in cache and (0, 0) not in cache
+    assert cache.below((500, 0), limit=1000)[0][0] >= 197
+
+
+def test_projection_table_counts_distinct_leaf_combinations():
+    bottom = np.array([[0, 1, 2, 0], [0, 1, 3, 1], [1, 0, 2, 1], [0, 2, 2, 0]], np.int32)  # 3 QIs + sensitive
+    counts = np.array([2, 3, 4, 5], np.int64)
+    tab, cnt = projection_table(bottom, counts, attrs=[0, 2], sizes=[2, 4, 2], extra=1)
+    got = {tuple(r): int(c) for r, c in zip(tab.tolist(), cnt, strict=True)}
+    # QI 1 is at the top (code 0); rows 0 and 3 share (0, *, 2, s=0).
+    assert got == {(0, 0, 2, 0): 7, (0, 0, 3, 1): 3, (1, 0, 2, 1): 4}
