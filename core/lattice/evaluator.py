@@ -108,6 +108,7 @@ class NodeEvaluator:
             for a, q in enumerate(batch.qis)
         ]
         self.cache: dict[tuple[int, ...], NodeResult] = {}
+        self._bound_terms: list[list[float]] | None = None
         self._packed: tuple[np.ndarray, np.ndarray] | None = None
         self._up: np.ndarray | None = None
         self.bottom = (0,) * batch.d
@@ -151,8 +152,18 @@ class NodeEvaluator:
         return len(self.cache)
 
     def bound(self, levels: tuple[int, ...]) -> float:
-        """Generalization loss of a node: a lower bound of its loss, in O(d)."""
-        return float(sum(w * lm[lv] for w, lm, lv in zip(self.weights, self.level_mean, levels, strict=True)))
+        """Generalization loss of a node: a lower bound of its loss, in O(d).
+
+        Sums the per-attribute terms ``weight * level_mean`` (precomputed as Python floats, so the
+        sum is the same float as summing the numpy products in attribute order)."""
+        terms = self._bound_terms
+        if terms is None:
+            terms = self._bound_terms = [[float(w * x) for x in lm] for w, lm in zip(self.weights, self.level_mean,
+                                                                                      strict=True)]
+        total = 0.0
+        for t, lv in zip(terms, levels, strict=True):
+            total += t[lv]
+        return total
 
     def class_ids(self, levels: tuple[int, ...], backend: Backend | None = None) -> tuple[np.ndarray, int]:
         """Class id of each distinct row at ``levels`` and the size of the id space."""
