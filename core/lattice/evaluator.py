@@ -27,13 +27,12 @@ import numpy as np
 import pandas as pd
 
 from core.encoding import EncodedBatch
-from core.lattice.tables import TableCache, projection_table
+from core.lattice.tables import MAX_KEY, TableCache, distinct_rows, projection_table
 from core.privacy.models import class_ok
 from core.privacy.requirement import PrivacyRequirement
 
 LossName = Literal["lm", "precision"]
 Backend = Literal["numba", "numpy"]
-_MAX_KEY = 2**62
 _MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
 _MAX_TABLE_CELLS = 20_000_000  # cached class tables limit (int32 cells, about 80 MB)
 
@@ -47,26 +46,6 @@ class NodeResult:
     k: int
     loss: float
     gen_loss: float
-
-
-def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct rows of a non-negative int matrix: (rows, counts, inverse)."""
-    if matrix.shape[1] == 0:
-        return matrix[:1], np.array([len(matrix)]), np.zeros(len(matrix), np.int64)
-    key = np.zeros(len(matrix), dtype=np.int64)
-    radix = 1
-    for col in matrix.T:
-        size = int(col.max()) + 1
-        if radix * size >= _MAX_KEY:  # key would overflow: fall back to a row-wise sort
-            uniq, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
-            return uniq, counts, inverse.ravel()
-        key += col.astype(np.int64) * radix
-        radix *= size
-    # Hash factorization (first-appearance order) instead of a sort: O(n), deterministic.
-    inverse, uniq = pd.factorize(key)
-    first = np.empty(len(uniq), np.int64)
-    first[inverse] = np.arange(len(key))  # any row of a key will do: they are equal
-    return matrix[first], np.bincount(inverse, minlength=len(uniq)), inverse.astype(np.int64, copy=False)
 
 
 class NodeEvaluator:
@@ -143,7 +122,7 @@ class NodeEvaluator:
         for a, size in enumerate(sizes):
             radix[a] = total
             total *= size
-            if total >= _MAX_KEY:
+            if total >= MAX_KEY:
                 return None
         return radix
     @property
@@ -180,7 +159,7 @@ class NodeEvaluator:
             nc = self.ncodes[a][lv]
             if nc == 1:
                 continue
-            if radix * nc >= _MAX_KEY:
+            if radix * nc >= MAX_KEY:
                 key, uniq = pd.factorize(key)
                 key, radix = key.astype(np.int64), len(uniq)
             key += self.codes[a][lv].astype(np.int64) * radix

@@ -15,7 +15,9 @@ instead of a hashed roll-up of every distinct row.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
+MAX_KEY = 2**62  # combined class keys stay below this (int64 with headroom)
 _BIG = np.iinfo(np.int64).max
 _MAX_DENSE = 1 << 22  # dense key space limit for projection tables (cells of one bincount)
 
@@ -99,3 +101,23 @@ def projection_table(bottom: np.ndarray, counts: np.ndarray, attrs: list[int], s
         tab[:, c] = (present // radix) % size
         radix *= size
     return tab, np.rint(total[present]).astype(np.int64)
+
+
+def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of a non-negative int matrix: (rows, counts, inverse)."""
+    if matrix.shape[1] == 0:
+        return matrix[:1], np.array([len(matrix)]), np.zeros(len(matrix), np.int64)
+    key = np.zeros(len(matrix), dtype=np.int64)
+    radix = 1
+    for col in matrix.T:
+        size = int(col.max()) + 1
+        if radix * size >= MAX_KEY:  # key would overflow: fall back to a row-wise sort
+            uniq, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+            return uniq, counts, inverse.ravel()
+        key += col.astype(np.int64) * radix
+        radix *= size
+    # Hash factorization (first-appearance order) instead of a sort: O(n), deterministic.
+    inverse, uniq = pd.factorize(key)
+    first = np.empty(len(uniq), np.int64)
+    first[inverse] = np.arange(len(key))  # any row of a key will do: they are equal
+    return matrix[first], np.bincount(inverse, minlength=len(uniq)), inverse.astype(np.int64, copy=False)
