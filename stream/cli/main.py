@@ -88,8 +88,9 @@ def _command(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the process entry point (not a test calling main): choose the kernel cache
+        use_kernel_cache()
     argv = sys.argv[1:] if argv is None else list(argv)
-    use_kernel_cache()
     parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
