@@ -67,7 +67,8 @@ def make_params(engine: Engine | str, values: dict[str, Any] | None = None) -> E
 
 
 # Parameters that only mean something for a privacy model; hidden for engines that refuse the model.
-_MODEL_PARAMS = {"l": ("l", "l_kind", "c"), "t": ("t", "t_distance")}
+_MODEL_PARAMS = {"l": ("l", "l_kind", "c"), "t": ("t", "t_distance"), "max_risk": ("max_risk",),
+                 "avg_risk": ("avg_risk",)}
 
 
 def accepted_fields(engine: Engine) -> list[str]:

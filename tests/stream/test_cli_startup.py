@@ -45,6 +45,7 @@ def test_engines_listing_is_typeable_and_cached(tmp_path):
         models = get_engine(name).models
         assert ("--param l=" in block) == ("l" in models), name
         assert ("--param t=" in block) == ("t" in models), name
+        assert ("--param avg_risk=" in block) == ("avg_risk" in models), name
     second = _engines(tmp_path)
     assert second.stdout.split("HEAVY")[0] == text
     assert second.stdout.rsplit("HEAVY", 1)[1].split() == ["[]", "0"]  # served from the cache
