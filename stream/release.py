@@ -77,7 +77,7 @@ def resolve_engine(settings: Settings) -> str:
 
 def window_policy(settings: Settings) -> WindowPolicy:
     return WindowPolicy(size_s=settings.window_size_s, lateness_s=settings.allowed_lateness_s,
-                        cap=settings.window_max_reports)
+                        cap=settings.window_max_reports, max_new_windows_per_hour=settings.max_new_windows_per_hour)
 
 
 class Orchestrator:

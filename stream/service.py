@@ -25,8 +25,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.encoding import Schema
-from db import Database, PoolRepository, Rejection, ReleaseRepository
-from stream.records import DeadLetter, dumps, record_messages
+from db import Database, IncomingReport, PoolRepository, Rejection, ReleaseRepository
+from stream.guards import Limits
+from stream.records import dead_letter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
 from stream.release_pool import ReleasePool, ThreadReleases
 from stream.settings import Settings
@@ -59,14 +60,15 @@ class WorkerService:
         self.send_many: SendManyFn | None = None  # the app sets a batching sender; else one send per record
         self.worker = worker or worker_id(settings)
         self.key = settings.key_bytes()
-        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else ())
-        self.pool = PoolRepository(db, window_policy(settings))
+        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else (),
+                                         Limits.from_settings(settings))
+        self.pool = PoolRepository(db, window_policy(settings), settings.station_check())
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
         self.releases: ReleasePool | ThreadReleases = (
             ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
             else ThreadReleases(self.orchestrator))
-        self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
+        self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
         self._closing: set[str] = set()  # windows this worker is closing now (until published)
@@ -76,16 +78,25 @@ class WorkerService:
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
 
     # --- ingest ------------------------------------------------------------------------------------
-    async def handle_batch(self, values: list[bytes], send: SendFn) -> None:
-        """Validate a batch (off the event loop, which keeps fetching meanwhile), dead-letter the rejects
-        with their reasons, and write the accepted reports to the pending pool."""
+    async def handle_batch(self, values: list[bytes | None], send: SendFn) -> None:
+        """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted
+        reports to the pending pool, and dead-letter the rejects with their reasons.
+
+        No message can fail its batch: validation never raises (``internal-error`` is the last
+        resort), dead letters are bounded in size, and the ledger refuses (rather than fails on)
+        unknown stations, reused report ids and window floods. Dead letters are sent after the
+        pool write, so the ledger's refusals go with the validator's; a crash in between redelivers
+        the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
+        """
         s = self.settings
         now = datetime.now(UTC)
-        accepted, rejections, dead = await asyncio.to_thread(self._screen, values, now)
+        accepted, rejections, dead, raws = await asyncio.to_thread(self._screen, values, now)
+        result = await self._persist(accepted, rejections, now)
+        for i, reason, message in result.refused:
+            dead.append(dead_letter(raws[i], reason, message, accepted[i].station_id, now))
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
-        result = await self._persist(accepted, rejections, now)
         if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
@@ -94,26 +105,30 @@ class WorkerService:
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
         self.stats["duplicates"] += result.duplicates + result.corrections
-        if rejections:
+        self.stats["reused_ids"] += sum(1 for _i, reason, _m in result.refused if reason == "report-id-reused")
+        if dead:
             log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
                      result.rejected, result.duplicates + result.corrections)
 
-    def _screen(self, values: list[bytes], now: datetime) -> tuple[list[Any], list[Rejection], list[dict[str, Any]]]:
-        """Split a batch into accepted reports (identifiers dropped), rejections and dead letters."""
+    def _screen(self, values: list[bytes | None], now: datetime) -> tuple[
+            list[IncomingReport], list[Rejection], list[dict[str, Any]], list[bytes | None]]:
+        """Split a batch into accepted reports (identifiers dropped; with their raw messages, for the
+        ledger's refusals), rejections and dead letters. Never raises."""
         s = self.settings
-        accepted, rejections, dead = [], [], []
+        accepted, raws, rejections, dead = [], [], [], []
         for raw in values:
-            res = self.validator.check(raw)
-            if isinstance(res, Rejected):
-                station = res.station_id or "unknown"
-                rejections.append(Rejection(station, res.reason, res.message))
-                payload = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-                dead.append(DeadLetter(payload=payload, reason=res.reason, message=res.message,
-                                       station_id=res.station_id, at=now.isoformat()).model_dump())
-            else:
-                accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
-                                            s.link_guard != "off"))
-        return accepted, rejections, dead
+            res = self.validator.screen(raw, now)
+            if not isinstance(res, Rejected):
+                try:
+                    accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
+                                                s.link_guard != "off"))
+                    raws.append(raw)
+                    continue
+                except Exception as exc:  # the last resort, as in validation
+                    res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
+            rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message))
+            dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
+        return accepted, rejections, dead, raws
 
     async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
         delay, deadline = 0.2, time.monotonic() + 60.0

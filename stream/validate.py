@@ -5,6 +5,12 @@ A report is rejected (reason in brackets) when it is not JSON (``malformed-json`
 ISO-8601 time with a UTC offset (``invalid-time``), has a QI value its hierarchy rejects under the
 spec's ``unknown`` policy (``value-not-in-hierarchy`` / ``invalid-value``), or has a sensitive value
 missing from the severity table when the spec has one and no default severity (``unknown-offence``).
+The guards of :mod:`stream.guards` run first: a Kafka tombstone (``tombstone``), an oversized message
+(``too-large``), JSON nested beyond the parser's depth (``malformed-json``), an unsafe station id
+(``invalid-station``) or report id (``invalid-report-id``), overlong values or control characters
+(``invalid-value``) and event times outside the plausible range (``implausible-time``).
+:meth:`ReportValidator.screen` never raises: anything unforeseen is ``internal-error`` naming the
+exception class.
 
 Accepted reports lose their direct identifiers here: only the used columns (QIs, sensitive,
 pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
@@ -22,6 +28,16 @@ import pandas as pd
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from db.ledger import IncomingReport
+from stream.guards import (
+    Limits,
+    check_payload_size,
+    check_report_id,
+    check_station_id,
+    check_text,
+    one_line,
+    plausible_time,
+    valid_station_id,
+)
 from stream.records import content_hash, fingerprint, person_fingerprint
 
 
@@ -44,8 +60,9 @@ class Clean:
 class ReportValidator:
     """Checks one report at a time; hierarchy look-ups are cached per (column, value)."""
 
-    def __init__(self, schema: Schema, person_columns: tuple[str, ...] = ()) -> None:
+    def __init__(self, schema: Schema, person_columns: tuple[str, ...] = (), limits: Limits | None = None) -> None:
         spec = schema.spec
+        self.limits = limits or Limits()
         self.schema = schema
         self.id_col = spec.id_column or "report_id"
         self.station_col = spec.station_column or "station_id"
@@ -59,13 +76,22 @@ class ReportValidator:
         self.severity = set(sens.severity) if sens and sens.severity and sens.default_severity is None else None
         self._cache: dict[tuple[str, str], str | None] = {}
 
-    def parse(self, raw: bytes | str | dict[str, Any]) -> dict[str, Any] | Rejected:
+    def parse(self, raw: bytes | str | dict[str, Any] | None) -> dict[str, Any] | Rejected:
         if isinstance(raw, dict):
             return raw
+        if raw is None:
+            return Rejected("tombstone", "message has no value (a Kafka tombstone)", None)
+        if not isinstance(raw, bytes | str):
+            return Rejected("malformed-json", f"payload is a {type(raw).__name__}, expected bytes", None)
+        too_big = check_payload_size(raw, self.limits)
+        if too_big is not None:
+            return Rejected(*too_big, None)
         try:
             obj = json.loads(raw)
+        except RecursionError:
+            return Rejected("malformed-json", "payload is JSON nested too deeply", None)
         except (ValueError, UnicodeDecodeError) as exc:
-            return Rejected("malformed-json", f"payload is not valid JSON: {str(exc)[:80]}", None)
+            return Rejected("malformed-json", f"payload is not valid JSON: {one_line(str(exc), 80)}", None)
         if not isinstance(obj, dict):
             return Rejected("not-an-object", f"payload is a JSON {type(obj).__name__}, expected an object", None)
         return obj
@@ -85,15 +111,32 @@ class ReportValidator:
             self._cache[key] = msg
         return self._cache[key]
 
-    def check(self, raw: bytes | str | dict[str, Any]) -> Clean | Rejected:
+    def screen(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
+        """:meth:`check` that never raises: an unforeseen failure is ``internal-error`` (exception class)."""
+        try:
+            return self.check(raw, now)
+        except Exception as exc:  # the last resort: one message never fails its batch
+            return Rejected("internal-error", f"validation failed with {type(exc).__name__}", None)
+
+    def guard_fields(self, obj: dict[str, Any]) -> tuple[str, str] | None:
+        """Sizes and characters of the id, station, used and person fields (:mod:`stream.guards`)."""
+        problem = check_station_id(self.station_col, obj.get(self.station_col))
+        problem = problem or check_report_id(self.id_col, obj.get(self.id_col))
+        for col in (*self.used, *self.person_columns):
+            problem = problem or check_text(col, obj.get(col))
+        return problem
+
+    def check(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
         obj = self.parse(raw)
         if isinstance(obj, Rejected):
             return obj
-        station = obj.get(self.station_col)
-        station = str(station).strip() if station not in (None, "") else None
-        missing = [c for c in self.required if obj.get(c) is None or str(obj.get(c)).strip() == ""]
+        station = valid_station_id(obj.get(self.station_col))  # None unless safe to store and count
+        missing = [c for c in self.required if obj.get(c) is None or (isinstance(obj[c], str) and not obj[c].strip())]
         if missing:
             return Rejected("missing-field", f"required field(s) missing or empty: {', '.join(missing)}", station)
+        problem = self.guard_fields(obj)
+        if problem is not None:
+            return Rejected(*problem, station)
         assert station is not None
         text = str(obj[self.time_col]).strip()
         try:
@@ -102,6 +145,9 @@ class ReportValidator:
             return Rejected("invalid-time", f"field '{self.time_col}' is not an ISO-8601 time", station)
         if when.tzinfo is None:
             return Rejected("invalid-time", f"field '{self.time_col}' has no UTC offset (use ...Z)", station)
+        utc = plausible_time(self.time_col, when, now or datetime.now(UTC), self.limits)
+        if isinstance(utc, tuple):
+            return Rejected(*utc, station)
         data: dict[str, str] = {}
         for col in self.used:
             value = obj[col]
@@ -117,7 +163,7 @@ class ReportValidator:
             return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
                             station)
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
-        return Clean(str(obj[self.id_col]).strip(), station, when.astimezone(UTC), data, person)
+        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person)
 
 
 def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -> IncomingReport:
