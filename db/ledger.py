@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import func, select, update
@@ -226,3 +226,44 @@ def pool_sizes(db: Database) -> dict[str, int]:
     with db.read() as s:
         rows = s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all()
     return {state: int(n) for state, n in rows}
+
+
+def event_span(db: Database, pool_ids: list[int]) -> tuple[datetime | None, datetime | None]:
+    """Earliest and latest event time of these pool reports (a manifest's true event-time span)."""
+    first: datetime | None = None
+    last: datetime | None = None
+    with db.read() as s:
+        for i in range(0, len(pool_ids), 1000):
+            lo, hi = s.execute(select(func.min(PendingReport.event_time), func.max(PendingReport.event_time))
+                               .where(PendingReport.id.in_(pool_ids[i:i + 1000]))).one()
+            if lo is not None:
+                lo, hi = _utc(lo), _utc(hi)
+                first = lo if first is None or lo < first else first
+                last = hi if last is None or hi > last else last
+    return first, last
+
+
+def _utc(t: datetime) -> datetime:
+    """Aggregates bypass the column type on SQLite (naive or text): back to aware UTC."""
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def carry_duplicates(db: Database, window_id: str, key: str) -> bool:
+    """Move a window's duplicate tally to the key's latest open window (closed without a release).
+
+    Returns False when the key has no open window: the tally stays on the closed window (visible on
+    the console's windows and in the per-station duplicate counters of ``status``).
+    """
+    with db.unit() as s:
+        target = s.execute(select(Window.id).where(Window.key == key, Window.state == "open", Window.id != window_id)
+                           .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
+        n = s.execute(select(Window.duplicates).where(Window.id == window_id)).scalar_one_or_none() or 0
+        if target is None or n == 0:
+            return False
+        moved = s.execute(update(Window).where(Window.id == target, Window.state == "open")
+                          .values(duplicates=Window.duplicates + n)).rowcount
+        if moved:
+            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0))
+        return bool(moved)

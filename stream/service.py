@@ -25,13 +25,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.encoding import Schema
-from db import Database, IncomingReport, PoolRepository, Rejection, ReleaseRepository
+from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.guards import Limits
 from stream.records import dead_letter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
 from stream.release_pool import ReleasePool, ThreadReleases
 from stream.settings import Settings
-from stream.validate import Rejected, ReportValidator, to_incoming
+from stream.validate import ReportValidator, screen_batch
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +90,12 @@ class WorkerService:
         """
         s = self.settings
         now = datetime.now(UTC)
-        accepted, rejections, dead, raws = await asyncio.to_thread(self._screen, values, now)
-        result = await self._persist(accepted, rejections, now)
+        batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
+                                        s.link_guard != "off", now)
+        accepted, dead = batch.accepted, batch.dead
+        result = await self._persist(accepted, batch.rejections, now)
         for i, reason, message in result.refused:
-            dead.append(dead_letter(raws[i], reason, message, accepted[i].station_id, now))
+            dead.append(dead_letter(batch.raws[i], reason, message, accepted[i].station_id, now))
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
@@ -109,26 +111,6 @@ class WorkerService:
         if dead:
             log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
                      result.rejected, result.duplicates + result.corrections)
-
-    def _screen(self, values: list[bytes | None], now: datetime) -> tuple[
-            list[IncomingReport], list[Rejection], list[dict[str, Any]], list[bytes | None]]:
-        """Split a batch into accepted reports (identifiers dropped; with their raw messages, for the
-        ledger's refusals), rejections and dead letters. Never raises."""
-        s = self.settings
-        accepted, raws, rejections, dead = [], [], [], []
-        for raw in values:
-            res = self.validator.screen(raw, now)
-            if not isinstance(res, Rejected):
-                try:
-                    accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
-                                                s.link_guard != "off"))
-                    raws.append(raw)
-                    continue
-                except Exception as exc:  # the last resort, as in validation
-                    res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
-            rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message))
-            dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
-        return accepted, rejections, dead, raws
 
     async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
         delay, deadline = 0.2, time.monotonic() + 60.0

@@ -19,6 +19,7 @@ pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +28,7 @@ import pandas as pd
 
 from core.encoding import Schema
 from core.errors import AnonymizationError
-from db.ledger import IncomingReport
+from db.ledger import IncomingReport, Rejection
 from stream.guards import (
     Limits,
     check_payload_size,
@@ -38,7 +39,7 @@ from stream.guards import (
     plausible_time,
     valid_station_id,
 )
-from stream.records import content_hash, fingerprint, person_fingerprint
+from stream.records import content_hash, dead_letter, fingerprint, person_fingerprint
 
 
 @dataclass(frozen=True)
@@ -173,3 +174,31 @@ def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -
         person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
         content_hash=content_hash({"t": clean.event_time.isoformat(), **clean.data}),
         station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data)
+
+
+@dataclass
+class Screened:
+    """A batch split by :func:`screen_batch`: every message is in exactly one of ``accepted`` / ``rejections``."""
+
+    accepted: list[IncomingReport]
+    raws: list[bytes | str | None]  # the raw message of each accepted report (for the ledger's refusals)
+    rejections: list[Rejection]
+    dead: list[dict[str, Any]]  # one bounded dead letter per rejection
+
+
+def screen_batch(validator: ReportValidator, values: list[bytes | str | None], key: bytes,
+                 window_key_for: Callable[[str], str], person_guard: bool, now: datetime) -> Screened:
+    """Validate a batch and drop identifiers; never raises (``internal-error`` is the last resort)."""
+    out = Screened([], [], [], [])
+    for raw in values:
+        res = validator.screen(raw, now)
+        if not isinstance(res, Rejected):
+            try:
+                out.accepted.append(to_incoming(res, key, window_key_for(res.station_id), person_guard))
+                out.raws.append(raw)
+                continue
+            except Exception as exc:
+                res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
+        out.rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message))
+        out.dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
+    return out

@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "stream.cli.front",
     "stream.cli.service",
     "stream.cli.stations",
+    "stream.cli.registry",
     "stream.cli.console",
     "stream.cli.generate",
     "stream.cli.risk",

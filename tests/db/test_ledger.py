@@ -67,7 +67,7 @@ def test_late_report_goes_to_its_own_event_time_window_never_dropped(ledger_db) 
     pool = PoolRepository(ledger_db, policy)
     pool.ingest([report(1, t=T0), report(2, t=T0 + timedelta(days=1))], [], NOW)
     # the watermark (day 2, 08:00) is past day 1's end + lateness: day 1 is due, day 2 is not
-    day1, day2 = windows(ledger_db)
+    day1, _day2 = windows(ledger_db)
     assert due_windows(ledger_db, policy, idle_s=3600, now=NOW) == [day1.id]
     late = pool.ingest([report(3, t=T0 + timedelta(hours=2))], [], NOW)
     assert late.accepted == 1 and late.windows == {day1.id}  # its own day, not the latest open one
