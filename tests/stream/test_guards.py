@@ -63,8 +63,8 @@ def raw_of(case: str, good: dict[str, Any]) -> Any:
     raw, _reason = CAUSES[case]
     if raw == "NESTED":
         return ('{"junk": ' + nested(10_000) + ", " + json.dumps(good)[1:]).encode()
-    if raw == "CONTROL":
-        return json.dumps(good | {"junk": "\x01" * 200_000}).encode()
+    if raw == "CONTROL":  # raw control bytes: x6 once JSON-escaped into a dead letter
+        return b"\x01" * 200_000
     if isinstance(raw, dict):
         return json.dumps(good | raw).encode()
     return raw
