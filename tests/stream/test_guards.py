@@ -103,6 +103,28 @@ def test_validation_bugs_become_internal_error_not_a_crash(validator, good, monk
     assert isinstance(res, Rejected) and res.reason == "internal-error" and "ZeroDivisionError" in res.message
 
 
+ODD_VALUES: list[Any] = [None, True, 0, -1, 10**30, 1.5e308, "", " ", "\x00", "é" * 300, "2024-03-01T10:00:00Z",
+                         "9999-12-31T00:00:00Z", [], {}, [[["x"]]], {"a": {"b": None}}, "S1", "x" * 65, "S1\n"]
+
+
+def arbitrary_messages(good: dict[str, Any], n: int, seed: int) -> list[bytes]:
+    """Seeded arbitrary messages for the real-broker run: random bytes, or a report with 1-3 fields
+    (any field, or an extra one) replaced by odd JSON values; report ids distinct unless replaced."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        if rng.random() < 0.3:
+            out.append(rng.integers(0, 256, size=int(rng.integers(0, 300)), dtype=np.uint8).tobytes())
+            continue
+        r = dict(good, report_id=f"{good['station_id']}-arb-{i}")
+        for col in rng.choice([*sorted(good), "extra"], size=int(rng.integers(1, 4))):
+            r[str(col)] = ODD_VALUES[int(rng.integers(len(ODD_VALUES)))]
+        out.append(json.dumps(r).encode())
+    return out
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=300),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
