@@ -16,6 +16,7 @@ The caller dead-letters those from :attr:`IngestResult.refused` after the transa
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +35,19 @@ __all__ = ["IncomingReport", "IngestResult", "PoolRepository", "Rejection", "Win
            "due_windows", "pool_sizes"]
 
 StationCheck = Literal["open", "first-sight", "registered"]
+
+
+log = logging.getLogger(__name__)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A database error that says nothing about the data (connection lost, server down, timeouts)."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | _Retry | ConnectionError | TimeoutError):
+        return True
+    return (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)) or isinstance(exc, RuntimeError)
 
 
 class _Retry(Exception):
@@ -112,6 +126,37 @@ class PoolRepository:
             except _Retry:
                 continue
         raise RuntimeError("windows kept closing during ingest; giving up on this batch")
+
+    def ingest_isolating(self, reports: list[IncomingReport], rejections: list[Rejection],
+                         now: datetime) -> IngestResult:
+        """:meth:`ingest`, but a batch that fails for a reason other than the database being unreachable
+        is written report by report, and a report that still fails is refused as ``internal-error``
+        (naming the exception class) instead of failing its batch for ever. Transient errors propagate
+        (the caller retries the whole batch; already written reports then count as duplicates)."""
+        try:
+            return self.ingest(reports, rejections, now)
+        except Exception as exc:
+            if is_transient(exc) or not reports:
+                raise
+            log.warning("batch write failed (%s); writing its %d report(s) one by one", type(exc).__name__,
+                        len(reports))
+        total = self.ingest([], rejections, now)
+        for i, r in enumerate(reports):
+            try:
+                one = self.ingest([r], [], now)
+                total.refused += [(i, reason, msg) for _j, reason, msg in one.refused]
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                msg = f"ledger write failed with {type(exc).__name__}"
+                one = self.ingest([], [Rejection(r.station_id, "internal-error", msg)], now)  # counts it
+                total.refused.append((i, "internal-error", msg))
+            total.accepted += one.accepted
+            total.duplicates += one.duplicates
+            total.corrections += one.corrections
+            total.rejected += one.rejected
+            total.windows |= one.windows
+        return total
 
     def _known_stations(self, s: Session, reports: list[IncomingReport], rejections: list[Rejection],
                         now: datetime) -> set[str] | None:

@@ -116,7 +116,7 @@ class WorkerService:
         delay, deadline = 0.2, time.monotonic() + 60.0
         while True:
             try:
-                return await asyncio.to_thread(self.pool.ingest, accepted, rejections, now)
+                return await asyncio.to_thread(self.pool.ingest_isolating, accepted, rejections, now)
             except Exception as exc:  # database down: retry, never let faust ack an unpersisted batch
                 if time.monotonic() > deadline:
                     log.critical("pending pool unwritable for 60 s (%s); exiting without committing offsets",

@@ -107,3 +107,17 @@ def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db) -> None: 
     assert carry_duplicates(ledger_db, w.id, w.key)
     with ledger_db.read() as s:
         assert {x.seq if x.id == w.id else 9: x.duplicates for x in s.execute(select(Window)).scalars()} == {0: 0, 9: 2}
+
+
+def test_a_report_the_database_refuses_is_isolated_not_a_failed_batch(ledger_db) -> None:  # type: ignore[no-untyped-def]
+    """The last resort at the ledger: a report whose write fails for a non-transient reason (here a
+    value the JSON column cannot serialize) is refused as internal-error; its batch is written."""
+    t0 = datetime(2024, 3, 1, 8, tzinfo=UTC)
+    bad = IncomingReport(fingerprint="b" * 64, person_fp=None, content_hash="c" * 64, station_id="S1",
+                         window_key="station:S1", event_time=t0, data={"age": object()})
+    pool = PoolRepository(ledger_db, WindowPolicy())
+    res = pool.ingest_isolating([_incoming(1, t0), bad, _incoming(2, t0)], [], NOW)
+    assert (res.accepted, res.rejected) == (2, 1)
+    assert [(i, r) for i, r, _m in res.refused] == [(1, "internal-error")]
+    with ledger_db.read() as s:
+        assert s.execute(select(Counter.count).where(Counter.reason == "internal-error")).scalar_one() == 1
