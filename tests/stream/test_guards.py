@@ -191,3 +191,31 @@ def test_plausible_range_is_configurable(good) -> None:  # type: ignore[no-untyp
     res = strict.check(old, NOW)
     assert isinstance(res, Rejected) and res.reason == "implausible-time"
     assert isinstance(strict.check(json.dumps(good | {"event_time": "2024-03-02T11:00:00Z"}).encode(), NOW), Clean)
+
+
+def test_push_of_a_deeply_nested_line_is_one_error_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from stream.cli.main import main
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"report_id": "a", "x": ' + nested(100_000) + "}\n")
+    assert main(["push", str(path), "--station", "S1", "--broker", "kafka://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {path}, line 1: JSON nested too deeply"]
+
+
+def test_stations_cli_add_list_remove(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import migrations
+    from stream.cli.main import main
+
+    url = f"sqlite:///{tmp_path / 'reg.db'}"
+    migrations.upgrade(url)
+    assert main(["stations", "add", "S1", "S2", "--note", "north", "--database", url]) == 0
+    assert main(["stations", "add", "S1", "--database", url]) == 0
+    assert "0 added, 1 already registered" in capsys.readouterr().out
+    assert main(["stations", "add", "S\x001", "--database", url]) == 2
+    assert capsys.readouterr().err.startswith("error: invalid station id")
+    assert main(["stations", "remove", "S2", "S9", "--database", url]) == 1
+    assert "not registered: S9" in capsys.readouterr().out
+    assert main(["stations", "list", "--database", url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and out[1].split()[:2] == ["S1", "operator"] and out[1].endswith("north")
