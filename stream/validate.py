@@ -35,6 +35,7 @@ from stream.guards import (
     check_report_id,
     check_station_id,
     check_text,
+    is_scalar,
     one_line,
     plausible_time,
     valid_station_id,
@@ -125,6 +126,9 @@ class ReportValidator:
         problem = problem or check_report_id(self.id_col, obj.get(self.id_col))
         for col in (*self.used, *self.person_columns):
             problem = problem or check_text(col, obj.get(col))
+        when = obj.get(self.time_col)
+        if problem is None and (not is_scalar(when) or len(str(when)) > 64):
+            problem = "invalid-time", f"field '{self.time_col}' must be an ISO-8601 time string"
         return problem
 
     def check(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
