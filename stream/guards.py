@@ -57,8 +57,11 @@ def check_payload_size(raw: bytes | str, limits: Limits) -> Problem:
     return None
 
 
+_SCALARS = (str, int, float, bool)
+
+
 def is_scalar(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool)
+    return isinstance(value, _SCALARS)
 
 
 def valid_station_id(value: Any) -> str | None:
@@ -87,8 +90,8 @@ def check_report_id(col: str, value: Any) -> Problem:
 
 def check_text(col: str, value: Any) -> Problem:
     """A used or person column: a scalar, at most :data:`MAX_TEXT` characters, no control characters."""
-    if value is None:
-        return None
+    if value is None or (type(value) is str and len(value) <= MAX_TEXT and _CONTROL.search(value) is None):
+        return None  # the common case, first
     if not is_scalar(value):
         return "invalid-value", f"field '{col}' must be a scalar"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
