@@ -213,7 +213,7 @@ class PoolRepository:
                          "station_id": r.station_id, "window_key": r.window_key, "window_id": w.id,
                          "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data})
         for r, _kind in dup_kind:
-            router.tally_duplicate(r.window_key, r.event_time)
+            router.tally_duplicate(r.window_key)
         router.save_watermarks()
         if router.commit_counts():
             return None

@@ -10,8 +10,9 @@
 * at most ``max_new_windows_per_hour`` windows are created per key and hour: a report that would
   need one more is refused (dead-lettered as ``window-rate``), which bounds the work one station can
   cause by inventing event times;
-* duplicates and corrections are tallied on the key's latest open window (else their own period's),
-  so the manifest of that window's release counts them.
+* duplicates and corrections are tallied on the key's latest open window, so the manifest of that
+  window's release counts them (a window closed without a release passes its tally on to the key's
+  next open window); when the key has no open window, they are in the per-station counters only.
 """
 
 from __future__ import annotations
@@ -116,15 +117,18 @@ class WindowRouter:
             self.added[w.id] += 1
         return w
 
-    def tally_duplicate(self, key: str, event_time: datetime) -> None:
-        """Count a duplicate or correction on the key's latest open window (else its own period's window)."""
+    def tally_duplicate(self, key: str) -> bool:
+        """Count a duplicate or correction on the key's latest open window; False when the key has none
+        (no window is opened for a duplicate: it stays in the per-station duplicate counters only)."""
         if key not in self.latest_open:
             self.latest_open[key] = self.s.execute(
                 select(Window).where(Window.key == key, Window.state == "open")
                 .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
-        w = self.latest_open[key] or self._in_period(key, self.policy.start_of(event_time))
-        if w is not None:
-            self.dups[w.id] += 1
+        w = self.latest_open[key]
+        if w is None:
+            return False
+        self.dups[w.id] += 1
+        return True
 
     def commit_counts(self) -> list[str]:
         """Apply the count increments; returns window ids that were closed meanwhile (re-route)."""
