@@ -215,3 +215,12 @@ def activity(s: Session) -> dict[str, Any]:
     return {"last_ingest_at": _iso(last_in), "last_release_at": _iso(last_rel), "last_publish_at": _iso(last_pub),
             "oldest_unpublished_at": _iso(oldest_unpub), "releases_by_state": by_state,
             "workers_seen": claimers}
+
+
+def registered_stations(s: Session) -> list[dict[str, Any]]:
+    """The station registry (ids are validated station ids, not report identifiers)."""
+    from db.models import Station
+
+    rows = s.execute(select(Station).order_by(Station.station_id)).scalars()
+    return [{"station": r.station_id, "source": r.source, "added_at": _iso(r.added_at), "note": r.note}
+            for r in rows]

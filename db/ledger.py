@@ -1,23 +1,26 @@
-"""Ingest side of the ledger: the pending pool, window assignment, DLQ counters, due windows.
+"""Ingest side of the ledger: the pending pool, DLQ counters, the station check, due windows.
 
-Window rules (see :mod:`stream.windows` for the event-time arithmetic):
+Window assignment is :mod:`db.windows` (each report's own event time). One batch is written in one
+transaction; besides the caller's rejections (from validation), the ledger itself refuses, and
+counts as dead letters, reports that
 
-* a report's natural window is the tumbling window of its key that contains its event time;
-* a window with ``count >= cap`` is full: further reports of that window go to the next sequence
-  number of the same period (``seq + 1``);
-* if the key's watermark (highest event time seen) has passed the natural window's end plus the
-  allowed lateness, the report is late: it goes to the next open window of its key (or the window of
-  the watermark), never dropped;
-* a window may be claimed for closing concurrently with an ingest; the ingest's conditional
-  ``UPDATE ... WHERE state = 'open'`` detects that and re-routes the reports.
+* come from a station that is not registered when the registry is enforced (``unknown-station``;
+  counted under the station ``(unregistered)`` so a flood of invented ids adds no counter rows);
+* reuse a report id for a different event (``report-id-reused``): same station and report id as a
+  report already in the pool but another event time. The same id with the same event time and other
+  content is a ``correction`` (counted, not released again), identical content a ``duplicate``;
+* would need a window beyond the key's hourly window-creation bound (``window-rate``).
+
+The caller dead-letters those from :attr:`IngestResult.refused` after the transaction commits.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -25,6 +28,26 @@ from sqlalchemy.orm import Session
 from db.bulk import bulk_insert
 from db.models import Counter, DlqEvent, PendingReport, StationControl, Watermark, Window
 from db.session import Database, insert_ignore
+from db.stations import UNREGISTERED, register_seen, registered_in
+from db.windows import WindowPolicy, WindowRouter
+
+__all__ = ["IncomingReport", "IngestResult", "PoolRepository", "Rejection", "WindowPolicy", "WindowRouter",
+           "due_windows", "pool_sizes"]
+
+StationCheck = Literal["open", "first-sight", "registered"]
+
+
+log = logging.getLogger(__name__)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A database error that says nothing about the data (connection lost, server down, timeouts)."""
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    if isinstance(exc, OperationalError | InterfaceError | PoolTimeout | _Retry | ConnectionError | TimeoutError):
+        return True
+    return (isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)) or isinstance(exc, RuntimeError)
 
 
 class _Retry(Exception):
@@ -58,20 +81,7 @@ class IngestResult:
     corrections: int = 0
     rejected: int = 0
     windows: set[str] = field(default_factory=set)
-
-
-@dataclass(frozen=True)
-class WindowPolicy:
-    size_s: int = 86_400
-    lateness_s: int = 3_600
-    cap: int = 10_000
-
-    def start_of(self, t: datetime) -> datetime:
-        epoch = int(t.timestamp())
-        return datetime.fromtimestamp(epoch - epoch % self.size_s, t.tzinfo)
-
-    def window_id(self, key: str, start: datetime, seq: int) -> str:
-        return f"{key}|{start.strftime('%Y-%m-%dT%H:%M:%SZ')}|{seq}"
+    refused: list[tuple[int, str, str]] = field(default_factory=list)  # (index in the batch, reason, message)
 
 
 def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: datetime) -> None:
@@ -87,99 +97,22 @@ def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: d
             session.execute(stmt)
 
 
-class WindowRouter:
-    """Assigns reports of one ingest transaction to windows, creating windows as needed."""
-
-    def __init__(self, session: Session, policy: WindowPolicy, now: datetime) -> None:
-        self.s, self.policy, self.now = session, policy, now
-        self.cache: dict[str, Window] = {}
-        self.added: dict[str, int] = defaultdict(int)
-        self.watermarks: dict[str, datetime] = {}
-        self.current: dict[tuple[str, datetime], Window] = {}
-        self.late: dict[tuple[str, datetime], Window | None] = {}
-
-    def advance(self, key: str, t: datetime) -> None:
-        wm = self.watermark(key)
-        if wm is None or t > wm:
-            self.watermarks[key] = t
-
-    def watermark(self, key: str) -> datetime | None:
-        if key not in self.watermarks:
-            row = self.s.get(Watermark, key)
-            if row is not None:
-                self.watermarks[key] = row.event_time
-        return self.watermarks.get(key)
-
-    def save_watermarks(self) -> None:
-        for key, t in self.watermarks.items():
-            stmt = update(Watermark).where(Watermark.key == key, Watermark.event_time < t).values(event_time=t)
-            if self.s.execute(stmt).rowcount == 0:
-                insert_ignore(self.s, Watermark.__table__, [{"key": key, "event_time": t}], ["key"])
-
-    def _load(self, key: str, start: datetime) -> Window | None:
-        """Latest-sequence window of (key, start)."""
-        row = self.s.execute(select(Window).where(Window.key == key, Window.start == start)
-                             .order_by(Window.seq.desc()).limit(1)).scalar_one_or_none()
-        if row is not None:
-            self.cache[row.id] = row
-        return row
-
-    def _create(self, key: str, start: datetime, seq: int) -> Window:
-        wid = self.policy.window_id(key, start, seq)
-        insert_ignore(self.s, Window.__table__, [{
-            "id": wid, "key": key, "start": start, "end": start + timedelta(seconds=self.policy.size_s),
-            "seq": seq, "state": "open", "count": 0, "duplicates": 0, "last_input_at": self.now,
-            "created_at": self.now}], ["id"])
-        row = self.s.get(Window, wid, populate_existing=True)
-        assert row is not None
-        self.cache[wid] = row
-        return row
-
-    def _has_room(self, w: Window) -> bool:
-        return w.state == "open" and w.count + self.added[w.id] < self.policy.cap
-
-    def _in_period(self, key: str, start: datetime) -> Window:
-        w = self.current.get((key, start))
-        if w is None or not self._has_room(w):
-            w = w if w is not None else self._load(key, start)
-            while w is None or not self._has_room(w):
-                w = self._create(key, start, 0 if w is None else w.seq + 1)
-            self.current[(key, start)] = w
-        return w
-
-    def route(self, key: str, event_time: datetime) -> Window:
-        start = self.policy.start_of(event_time)
-        wm = self.watermark(key) or event_time
-        size = timedelta(seconds=self.policy.size_s)
-        if wm < start + size + timedelta(seconds=self.policy.lateness_s):
-            w = self._in_period(key, start)
-        else:  # late: the next open window of this key, else the watermark's window
-            if (key, start) not in self.late:
-                self.late[(key, start)] = self.s.execute(
-                    select(Window).where(Window.key == key, Window.state == "open", Window.start > start)
-                    .order_by(Window.start, Window.seq).limit(1)).scalar_one_or_none()
-            w = self.late[(key, start)]
-            if w is None or not self._has_room(w):
-                w = self._in_period(key, self.policy.start_of(wm))
-        self.added[w.id] += 1
-        return w
-
-    def commit_counts(self) -> list[str]:
-        """Apply the count increments; returns window ids that were closed meanwhile (re-route)."""
-        lost = []
-        for wid, n in self.added.items():
-            res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open")
-                                 .values(count=Window.count + n, last_input_at=self.now))
-            if res.rowcount == 0:
-                lost.append(wid)
-        return lost
+REFUSALS = {
+    "unknown-station": "station is not registered (anonstream stations add)",
+    "report-id-reused": "report id already used by this station for a different event time",
+    "window-rate": "too many new windows for this key in the last hour; push again later",
+}
 
 
 class PoolRepository:
-    """Writes accepted reports into the pending pool and rejected ones into the DLQ counters."""
+    """Writes accepted reports into the pending pool and rejected ones into the DLQ counters.
 
-    def __init__(self, db: Database, policy: WindowPolicy) -> None:
-        self.db, self.policy = db, policy
+    ``stations``: ``open`` (no registry check), ``first-sight`` (register unknown stations) or
+    ``registered`` (refuse reports of unregistered stations).
+    """
+
+    def __init__(self, db: Database, policy: WindowPolicy, stations: StationCheck = "open") -> None:
+        self.db, self.policy, self.stations = db, policy, stations
 
     def ingest(self, reports: list[IncomingReport], rejections: list[Rejection], now: datetime) -> IngestResult:
         """Persist one batch in one transaction (retried by the caller on failure)."""
@@ -194,54 +127,103 @@ class PoolRepository:
                 continue
         raise RuntimeError("windows kept closing during ingest; giving up on this batch")
 
+    def ingest_isolating(self, reports: list[IncomingReport], rejections: list[Rejection],
+                         now: datetime) -> IngestResult:
+        """:meth:`ingest`, but a batch that fails for a reason other than the database being unreachable
+        is written report by report, and a report that still fails is refused as ``internal-error``
+        (naming the exception class) instead of failing its batch for ever. Transient errors propagate
+        (the caller retries the whole batch; already written reports then count as duplicates)."""
+        try:
+            return self.ingest(reports, rejections, now)
+        except Exception as exc:
+            if is_transient(exc) or not reports:
+                raise
+            log.warning("batch write failed (%s); writing its %d report(s) one by one", type(exc).__name__,
+                        len(reports))
+        total = self.ingest([], rejections, now)
+        for i, r in enumerate(reports):
+            try:
+                one = self.ingest([r], [], now)
+                total.refused += [(i, reason, msg) for _j, reason, msg in one.refused]
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                msg = f"ledger write failed with {type(exc).__name__}"
+                one = self.ingest([], [Rejection(r.station_id, "internal-error", msg)], now)  # counts it
+                total.refused.append((i, "internal-error", msg))
+            total.accepted += one.accepted
+            total.duplicates += one.duplicates
+            total.corrections += one.corrections
+            total.rejected += one.rejected
+            total.windows |= one.windows
+        return total
+
+    def _known_stations(self, s: Session, reports: list[IncomingReport], rejections: list[Rejection],
+                        now: datetime) -> set[str] | None:
+        """Registered stations among the batch's (None: no registry check)."""
+        if self.stations == "open":
+            return None
+        known = registered_in(s, {r.station_id for r in reports} | {r.station_id for r in rejections})
+        if self.stations == "first-sight":
+            new = {r.station_id for r in reports} - known
+            register_seen(s, new, now)
+            known |= new
+        return known
+
     def _ingest(self, s: Session, reports: list[IncomingReport], rejections: list[Rejection],
                 now: datetime) -> IngestResult | None:
-        res = IngestResult(rejected=len(rejections))
-        for rej in rejections:
-            s.add(DlqEvent(at=now, station_id=rej.station_id, reason=rej.reason, message=rej.message[:500]))
-        per_reason: dict[tuple[str, str], int] = defaultdict(int)
-        for rej in rejections:
-            per_reason[(rej.station_id, rej.reason)] += 1
-        for (station, reason), n in per_reason.items():
-            _bump(s, station, "dlq", reason, n, now)
+        known_stations = self._known_stations(s, reports, rejections, now)
+        refused: dict[int, str] = {}
+        if known_stations is not None:
+            refused.update({i: "unknown-station" for i, r in enumerate(reports) if r.station_id not in known_stations})
 
-        unique: dict[str, IncomingReport] = {}
         dup_kind: list[tuple[IncomingReport, str]] = []
-        for r in reports:
-            if r.fingerprint in unique:
-                same = unique[r.fingerprint].content_hash == r.content_hash
-                dup_kind.append((r, "duplicate" if same else "correction"))
+        candidates = [(i, r) for i, r in enumerate(reports) if i not in refused]
+        fps = sorted({r.fingerprint for _i, r in candidates})
+        known: dict[str, tuple[str, datetime]] = {}
+        for j in range(0, len(fps), 500):
+            rows = s.execute(select(PendingReport.fingerprint, PendingReport.content_hash, PendingReport.event_time)
+                             .where(PendingReport.fingerprint.in_(fps[j:j + 500]))).all()
+            known.update({fp: (h, t) for fp, h, t in rows})
+        fresh: list[tuple[int, IncomingReport]] = []
+        latest: dict[str, tuple[str, datetime]] = {}  # this batch's last accepted version of each report
+        for i, r in candidates:
+            seen = latest.get(r.fingerprint) or known.get(r.fingerprint)
+            if seen is None:
+                fresh.append((i, r))
+            elif seen[0] == r.content_hash:
+                dup_kind.append((r, "duplicate"))
+                continue
+            elif seen[1] == r.event_time:
+                dup_kind.append((r, "correction"))
             else:
-                unique[r.fingerprint] = r
-        known: dict[str, str] = {}
-        fps = list(unique)
-        for i in range(0, len(fps), 500):
-            rows = s.execute(select(PendingReport.fingerprint, PendingReport.content_hash)
-                             .where(PendingReport.fingerprint.in_(fps[i:i + 500]))).all()
-            known.update({fp: h for fp, h in rows})
-        fresh = []
-        for fp, r in unique.items():
-            if fp in known:
-                dup_kind.append((r, "duplicate" if known[fp] == r.content_hash else "correction"))
-            else:
-                fresh.append(r)
+                refused[i] = "report-id-reused"
+                continue
+            latest[r.fingerprint] = (r.content_hash, r.event_time)
 
         router = WindowRouter(s, self.policy, now)
         rows = []
-        for r in fresh:  # the watermark advances in arrival order
-            router.advance(r.window_key, r.event_time)
+        for i, r in fresh:
             w = router.route(r.window_key, r.event_time)
+            if w is None:
+                refused[i] = "window-rate"
+                continue
+            router.advance(r.window_key, r.event_time)
             rows.append({"fingerprint": r.fingerprint, "person_fp": r.person_fp, "content_hash": r.content_hash,
                          "station_id": r.station_id, "window_key": r.window_key, "window_id": w.id,
                          "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data})
+        for r, _kind in dup_kind:
+            router.tally_duplicate(r.window_key)
         router.save_watermarks()
         if router.commit_counts():
             return None
         inserted = bulk_insert(s, PendingReport.__table__, rows, ignore_conflicts_on=["fingerprint"])
         if inserted != len(rows):  # another worker inserted the same report concurrently
             return None
-        res.accepted = inserted
-        res.windows = set(router.added)
+        res = IngestResult(accepted=inserted, windows={w for w, n in router.added.items() if n},
+                           refused=[(i, refused[i], REFUSALS[refused[i]]) for i in sorted(refused)])
+        res.rejected = len(rejections) + len(res.refused)
+        self._count_rejections(s, rejections, reports, res.refused, known_stations, now)
         per_dup: dict[tuple[str, str], int] = defaultdict(int)
         for r, kind in dup_kind:
             per_dup[(r.station_id, kind)] += 1
@@ -252,6 +234,18 @@ class PoolRepository:
         for (station, kind), n in per_dup.items():
             _bump(s, station, kind, kind, n, now)
         return res
+
+    def _count_rejections(self, s: Session, rejections: list[Rejection], reports: list[IncomingReport],
+                          refused: list[tuple[int, str, str]], known: set[str] | None, now: datetime) -> None:
+        """DLQ events and counters; stations that are not registered are counted as ``(unregistered)``."""
+        every = [*rejections, *(Rejection(reports[i].station_id, reason, msg) for i, reason, msg in refused)]
+        per_reason: dict[tuple[str, str], int] = defaultdict(int)
+        for rej in every:
+            station = rej.station_id if known is None or rej.station_id in known else UNREGISTERED
+            s.add(DlqEvent(at=now, station_id=station, reason=rej.reason, message=rej.message[:500]))
+            per_reason[(station, rej.reason)] += 1
+        for (station, reason), n in per_reason.items():
+            _bump(s, station, "dlq", reason, n, now)
 
 
 def due_windows(db: Database, policy: WindowPolicy, idle_s: float, now: datetime) -> list[str]:
@@ -277,3 +271,44 @@ def pool_sizes(db: Database) -> dict[str, int]:
     with db.read() as s:
         rows = s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all()
     return {state: int(n) for state, n in rows}
+
+
+def event_span(db: Database, pool_ids: list[int]) -> tuple[datetime | None, datetime | None]:
+    """Earliest and latest event time of these pool reports (a manifest's true event-time span)."""
+    first: datetime | None = None
+    last: datetime | None = None
+    with db.read() as s:
+        for i in range(0, len(pool_ids), 1000):
+            lo, hi = s.execute(select(func.min(PendingReport.event_time), func.max(PendingReport.event_time))
+                               .where(PendingReport.id.in_(pool_ids[i:i + 1000]))).one()
+            if lo is not None:
+                lo, hi = _utc(lo), _utc(hi)
+                first = lo if first is None or lo < first else first
+                last = hi if last is None or hi > last else last
+    return first, last
+
+
+def _utc(t: datetime) -> datetime:
+    """Aggregates bypass the column type on SQLite (naive or text): back to aware UTC."""
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+
+
+def carry_duplicates(db: Database, window_id: str, key: str) -> bool:
+    """Move a window's duplicate tally to the key's latest open window (closed without a release).
+
+    Returns False when the key has no open window: the tally stays on the closed window (visible on
+    the console's windows and in the per-station duplicate counters of ``status``).
+    """
+    with db.unit() as s:
+        target = s.execute(select(Window.id).where(Window.key == key, Window.state == "open", Window.id != window_id)
+                           .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
+        n = s.execute(select(Window.duplicates).where(Window.id == window_id)).scalar_one_or_none() or 0
+        if target is None or n == 0:
+            return False
+        moved = s.execute(update(Window).where(Window.id == target, Window.state == "open")
+                          .values(duplicates=Window.duplicates + n)).rowcount
+        if moved:
+            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0))
+        return bool(moved)

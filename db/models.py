@@ -18,6 +18,7 @@ Tables:
 * ``watermarks``: highest event time seen per window key.
 * ``counters`` / ``dlq_events``: DLQ counts and reasons, duplicates and corrections per station.
 * ``station_controls``: per-station pause flag (operator console).
+* ``stations``: the station registry (production accepts reports of registered stations only).
 * ``workers``: each worker's assigned input partitions and heartbeat.
 * ``audit_log``: who did what, when (no record values).
 """
@@ -205,6 +206,18 @@ class StationControl(Base):
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_by: Mapped[str | None] = mapped_column(String(120))
+
+
+class Station(Base):
+    """A known station: registered by an operator (``anonstream stations add``) or on first sight (embedded)."""
+
+    __tablename__ = "stations"
+
+    station_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source: Mapped[str] = mapped_column(String(16), default="operator")
+    added_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    added_by: Mapped[str | None] = mapped_column(String(120))
+    note: Mapped[str | None] = mapped_column(String(200))
 
 
 class WorkerStatus(Base):

@@ -8,7 +8,8 @@ Topics (names configurable in :class:`stream.settings.Settings`):
      "name": "Jane Roe", "dob": "1990-04-02", "age": 34, "sex": "F", "suburb": "Carlton",
      "postcode": "3053", "reporter": "victim", "offence": "Theft"}
 
-* ``crime.reports.dlq``: :class:`DeadLetter` (original payload, one-line reason, station, time).
+* ``crime.reports.dlq``: :class:`DeadLetter` (one-line reason, station, time, and the original payload:
+  at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole message).
 * ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
   identifiers, no report ids, no fingerprints.
 * ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
@@ -102,6 +103,9 @@ def checksum_encoded(encoded: list[bytes]) -> str:
 
 
 class DeadLetter(BaseModel):
+    """A rejected message. ``payload`` is an excerpt when ``truncated`` (see :func:`stream.guards.bounded_payload`);
+    ``station_id`` is set only when the message carried a valid one."""
+
     model_config = ConfigDict(extra="forbid")
 
     payload: str
@@ -109,6 +113,19 @@ class DeadLetter(BaseModel):
     message: str
     station_id: str | None
     at: str
+    payload_bytes: int = 0
+    payload_sha256: str | None = None
+    truncated: bool = False
+
+
+def dead_letter(raw: bytes | str | None, reason: str, message: str, station_id: str | None,
+                at: Any) -> dict[str, Any]:
+    """A :class:`DeadLetter` as a dict, its payload bounded (at most 16,384 characters, see
+    :func:`stream.guards.bounded_payload`) so it fits any producer's max_request_size."""
+    from stream.guards import bounded_payload, one_line
+
+    return DeadLetter(reason=reason, message=one_line(message), station_id=station_id, at=at.isoformat(),
+                      **bounded_payload(raw)).model_dump()
 
 
 class AnonymizedRecord(BaseModel):

@@ -33,7 +33,7 @@ from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
 from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepository, StoredRelease, WindowPolicy
-from db.ledger import due_windows
+from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
@@ -77,7 +77,7 @@ def resolve_engine(settings: Settings) -> str:
 
 def window_policy(settings: Settings) -> WindowPolicy:
     return WindowPolicy(size_s=settings.window_size_s, lateness_s=settings.allowed_lateness_s,
-                        cap=settings.window_max_reports)
+                        cap=settings.window_max_reports, max_new_windows_per_hour=settings.max_new_windows_per_hour)
 
 
 class Orchestrator:
@@ -170,7 +170,7 @@ class Orchestrator:
                 return self._release(window, now, on_verified)
             except ReleaseConflict as exc:
                 log.warning("window %s: %s; recomputing", window.id, exc)
-        self.repo.finish_window(window.id, "held", "kept conflicting with concurrent releases", now)
+        self._finish(window, "held", "kept conflicting with concurrent releases", now)
         return None
 
     def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int]]:
@@ -196,11 +196,10 @@ class Orchestrator:
         timings = {"candidates_s": time.perf_counter() - t0}  # per call: windows may close concurrently
         eligible, blocked = self._eligible(cands)
         if not eligible:
-            self.repo.finish_window(window.id, "empty" if not cands else "carried", None, now, blocked)
+            self._finish(window, "empty" if not cands else "carried", None, now)
             return None
         if len(eligible) < s.k:
-            self.repo.finish_window(window.id, "carried", f"too small: {len(eligible)} report(s) < k={s.k}",
-                                    now, blocked)
+            self._finish(window, "carried", f"too small: {len(eligible)} report(s) < k={s.k}", now)
             log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.k)
             return None
         seed = window_seed(s.sample_seed, window.id)
@@ -219,17 +218,17 @@ class Orchestrator:
             release = engine.anonymize(batch, params, np.random.default_rng([seed, 1]))
             timings["anonymize_s"] = time.perf_counter() - t1
         except InfeasibleError as exc:
-            self.repo.finish_window(window.id, "carried", f"{exc.reason}: {exc.message}", now, blocked)
+            self._finish(window, "carried", f"{exc.reason}: {exc.message}", now)
             log.info("window %s carried: %s", window.id, exc.reason)
             return None
         except AnonymizationError as exc:
-            self._hold(window.id, f"{exc.reason}: {exc.message}", now, blocked)
+            self._hold(window, f"{exc.reason}: {exc.message}", now)
             return None
         t2 = time.perf_counter()
         report = verify_release(frame, release, self.schema, policy_requirement(release.requirement, s))
         timings["verify_s"] = time.perf_counter() - t2
         if not report.ok:
-            self._hold(window.id, "verification failed: " + "; ".join(report.failures[:3]), now, blocked)
+            self._hold(window, "verification failed: " + "; ".join(report.failures[:3]), now)
             return None
         t3 = time.perf_counter()
         risk = release_risk(self.schema, frame, release, len(sample) / len(eligible), s, f"window {window.id}")
@@ -239,9 +238,17 @@ class Orchestrator:
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            risk)
 
-    def _hold(self, window_id: str, reason: str, now: datetime, blocked: list[int]) -> None:
-        ALERT.error("ALERT window %s held, nothing published: %s", window_id, reason)
-        self.repo.finish_window(window_id, "held", reason, now, blocked)
+    def _hold(self, window: Window, reason: str, now: datetime) -> None:
+        ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason)
+        self._finish(window, "held", reason, now)
+
+    def _finish(self, window: Window, state: str, reason: str | None, now: datetime) -> None:
+        """Close a window without a release. Its reports stay pending (blocked ones too: they are counted
+        as blocked in the manifest of the release that next considers them, never in no manifest), and
+        its tally of duplicates moves to the key's next open window, whose manifest will count them."""
+        self.repo.finish_window(window.id, state, reason, now)
+        if window.duplicates:
+            carry_duplicates(self.db, window.id, window.key)
 
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
@@ -261,7 +268,9 @@ class Orchestrator:
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
         counts = {"received": len(cands), "released": len(released_ids), "suppressed": len(suppressed_ids),
-                  "held_back": len(eligible) - len(sample), "blocked": len(blocked)}
+                  "held_back": len(eligible) - len(sample), "blocked": len(blocked),
+                  "duplicates": int(window.duplicates or 0)}
+        first, last = event_span(self.db, released_ids)
         k_ach = int(report.k)
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
@@ -270,6 +279,8 @@ class Orchestrator:
             "release_id": rid,
             "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
                        "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
+            "event_time": {"first": first.isoformat() if first else None,
+                           "last": last.isoformat() if last else None},
             "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
             "sample_policy": self.settings.sample_policy, "link_guard": self.settings.link_guard,
             "k": k_ach, "l": l_ach, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,

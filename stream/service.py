@@ -26,11 +26,12 @@ from typing import Any
 
 from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
-from stream.records import DeadLetter, dumps, record_messages
+from stream.guards import Limits
+from stream.records import dead_letter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
 from stream.release_pool import ReleasePool, ThreadReleases
 from stream.settings import Settings
-from stream.validate import Rejected, ReportValidator, to_incoming
+from stream.validate import ReportValidator, screen_batch
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +60,15 @@ class WorkerService:
         self.send_many: SendManyFn | None = None  # the app sets a batching sender; else one send per record
         self.worker = worker or worker_id(settings)
         self.key = settings.key_bytes()
-        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else ())
-        self.pool = PoolRepository(db, window_policy(settings))
+        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else (),
+                                         Limits.from_settings(settings))
+        self.pool = PoolRepository(db, window_policy(settings), settings.station_check())
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
         self.releases: ReleasePool | ThreadReleases = (
             ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
             else ThreadReleases(self.orchestrator))
-        self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "published": 0}
+        self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
         self._closing: set[str] = set()  # windows this worker is closing now (until published)
@@ -76,16 +78,27 @@ class WorkerService:
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
 
     # --- ingest ------------------------------------------------------------------------------------
-    async def handle_batch(self, values: list[bytes], send: SendFn) -> None:
-        """Validate a batch (off the event loop, which keeps fetching meanwhile), dead-letter the rejects
-        with their reasons, and write the accepted reports to the pending pool."""
+    async def handle_batch(self, values: list[bytes | None], send: SendFn) -> None:
+        """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted
+        reports to the pending pool, and dead-letter the rejects with their reasons.
+
+        No message can fail its batch: validation never raises (``internal-error`` is the last
+        resort), dead letters are bounded in size, and the ledger refuses (rather than fails on)
+        unknown stations, reused report ids and window floods. Dead letters are sent after the
+        pool write, so the ledger's refusals go with the validator's; a crash in between redelivers
+        the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
+        """
         s = self.settings
         now = datetime.now(UTC)
-        accepted, rejections, dead = await asyncio.to_thread(self._screen, values, now)
+        batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
+                                        s.link_guard != "off", now)
+        accepted, dead = batch.accepted, batch.dead
+        result = await self._persist(accepted, batch.rejections, now)
+        for i, reason, message in result.refused:
+            dead.append(dead_letter(batch.raws[i], reason, message, accepted[i].station_id, now))
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
-        result = await self._persist(accepted, rejections, now)
         if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
@@ -94,32 +107,16 @@ class WorkerService:
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
         self.stats["duplicates"] += result.duplicates + result.corrections
-        if rejections:
+        self.stats["reused_ids"] += sum(1 for _i, reason, _m in result.refused if reason == "report-id-reused")
+        if dead:
             log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
                      result.rejected, result.duplicates + result.corrections)
-
-    def _screen(self, values: list[bytes], now: datetime) -> tuple[list[Any], list[Rejection], list[dict[str, Any]]]:
-        """Split a batch into accepted reports (identifiers dropped), rejections and dead letters."""
-        s = self.settings
-        accepted, rejections, dead = [], [], []
-        for raw in values:
-            res = self.validator.check(raw)
-            if isinstance(res, Rejected):
-                station = res.station_id or "unknown"
-                rejections.append(Rejection(station, res.reason, res.message))
-                payload = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-                dead.append(DeadLetter(payload=payload, reason=res.reason, message=res.message,
-                                       station_id=res.station_id, at=now.isoformat()).model_dump())
-            else:
-                accepted.append(to_incoming(res, self.key, s.window_key_for(res.station_id),
-                                            s.link_guard != "off"))
-        return accepted, rejections, dead
 
     async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
         delay, deadline = 0.2, time.monotonic() + 60.0
         while True:
             try:
-                return await asyncio.to_thread(self.pool.ingest, accepted, rejections, now)
+                return await asyncio.to_thread(self.pool.ingest_isolating, accepted, rejections, now)
             except Exception as exc:  # database down: retry, never let faust ack an unpersisted batch
                 if time.monotonic() > deadline:
                     log.critical("pending pool unwritable for 60 s (%s); exiting without committing offsets",

@@ -63,10 +63,23 @@ class Settings(BaseSettings):
     window_max_reports: int = Field(default=10_000, ge=1)
     idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
     tick_interval_s: float = Field(default=1.0, gt=0)
+    max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
+                                          "hour; reports needing more are dead-lettered as window-rate")
     claim_timeout_s: float = Field(default=120.0, gt=0, description="a closing window abandoned this long is retried")
     release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once")
     release_processes: bool = Field(default=True, description="release windows in child processes (one per "
                                     "release slot) instead of threads of the worker process")
+
+    # --- input guards (stream/guards.py) and the station registry ----------------------------------
+    max_report_bytes: int = Field(default=65_536, ge=1024, le=1_000_000, description="larger messages are "
+                                  "dead-lettered as too-large")
+    event_time_max_future_s: int = Field(default=86_400, ge=0, le=31_536_000, description="event times further "
+                                         "in the future are dead-lettered as implausible-time")
+    event_time_horizon_days: int = Field(default=3_650, ge=1, le=36_500, description="event times older than "
+                                         "this are dead-lettered as implausible-time")
+    register_stations: Literal["first-sight", "registered"] | None = Field(
+        default=None, description="first-sight: a station's first valid report registers it; registered: only "
+        "stations added with `anonstream stations add`; none = registered in production, first-sight embedded")
 
     # --- sampling, engine and linking guard --------------------------------------------------------
     sample_policy: Literal["all", "fraction", "max"] = "all"
@@ -141,6 +154,12 @@ class Settings(BaseSettings):
             path.write_text(secrets.token_hex(32))
             path.chmod(0o600)
         return path.read_text().strip().encode()
+
+    def station_check(self) -> Literal["first-sight", "registered"]:
+        """Production always requires registered stations; embedded mode registers on first sight by default."""
+        if self.mode == "production":
+            return "registered"
+        return self.register_stations or "first-sight"
 
     def window_key_for(self, station: str) -> str:
         if self.window_by == "station":

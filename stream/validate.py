@@ -5,6 +5,12 @@ A report is rejected (reason in brackets) when it is not JSON (``malformed-json`
 ISO-8601 time with a UTC offset (``invalid-time``), has a QI value its hierarchy rejects under the
 spec's ``unknown`` policy (``value-not-in-hierarchy`` / ``invalid-value``), or has a sensitive value
 missing from the severity table when the spec has one and no default severity (``unknown-offence``).
+The guards of :mod:`stream.guards` run first: a Kafka tombstone (``tombstone``), an oversized message
+(``too-large``), JSON nested beyond the parser's depth (``malformed-json``), an unsafe station id
+(``invalid-station``) or report id (``invalid-report-id``), overlong values or control characters
+(``invalid-value``) and event times outside the plausible range (``implausible-time``).
+:meth:`ReportValidator.screen` never raises: anything unforeseen is ``internal-error`` naming the
+exception class.
 
 Accepted reports lose their direct identifiers here: only the used columns (QIs, sensitive,
 pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
@@ -13,6 +19,7 @@ pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,8 +28,19 @@ import pandas as pd
 
 from core.encoding import Schema
 from core.errors import AnonymizationError
-from db.ledger import IncomingReport
-from stream.records import content_hash, fingerprint, person_fingerprint
+from db.ledger import IncomingReport, Rejection
+from stream.guards import (
+    Limits,
+    check_payload_size,
+    check_report_id,
+    check_station_id,
+    check_text,
+    is_scalar,
+    one_line,
+    plausible_time,
+    valid_station_id,
+)
+from stream.records import content_hash, dead_letter, fingerprint, person_fingerprint
 
 
 @dataclass(frozen=True)
@@ -44,8 +62,9 @@ class Clean:
 class ReportValidator:
     """Checks one report at a time; hierarchy look-ups are cached per (column, value)."""
 
-    def __init__(self, schema: Schema, person_columns: tuple[str, ...] = ()) -> None:
+    def __init__(self, schema: Schema, person_columns: tuple[str, ...] = (), limits: Limits | None = None) -> None:
         spec = schema.spec
+        self.limits = limits or Limits()
         self.schema = schema
         self.id_col = spec.id_column or "report_id"
         self.station_col = spec.station_column or "station_id"
@@ -59,13 +78,22 @@ class ReportValidator:
         self.severity = set(sens.severity) if sens and sens.severity and sens.default_severity is None else None
         self._cache: dict[tuple[str, str], str | None] = {}
 
-    def parse(self, raw: bytes | str | dict[str, Any]) -> dict[str, Any] | Rejected:
+    def parse(self, raw: bytes | str | dict[str, Any] | None) -> dict[str, Any] | Rejected:
         if isinstance(raw, dict):
             return raw
+        if raw is None:
+            return Rejected("tombstone", "message has no value (a Kafka tombstone)", None)
+        if not isinstance(raw, bytes | str):
+            return Rejected("malformed-json", f"payload is a {type(raw).__name__}, expected bytes", None)
+        too_big = check_payload_size(raw, self.limits)
+        if too_big is not None:
+            return Rejected(*too_big, None)
         try:
             obj = json.loads(raw)
+        except RecursionError:
+            return Rejected("malformed-json", "payload is JSON nested too deeply", None)
         except (ValueError, UnicodeDecodeError) as exc:
-            return Rejected("malformed-json", f"payload is not valid JSON: {str(exc)[:80]}", None)
+            return Rejected("malformed-json", f"payload is not valid JSON: {one_line(str(exc), 80)}", None)
         if not isinstance(obj, dict):
             return Rejected("not-an-object", f"payload is a JSON {type(obj).__name__}, expected an object", None)
         return obj
@@ -85,15 +113,35 @@ class ReportValidator:
             self._cache[key] = msg
         return self._cache[key]
 
-    def check(self, raw: bytes | str | dict[str, Any]) -> Clean | Rejected:
+    def screen(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
+        """:meth:`check` that never raises: an unforeseen failure is ``internal-error`` (exception class)."""
+        try:
+            return self.check(raw, now)
+        except Exception as exc:  # the last resort: one message never fails its batch
+            return Rejected("internal-error", f"validation failed with {type(exc).__name__}", None)
+
+    def guard_fields(self, obj: dict[str, Any]) -> tuple[str, str] | None:
+        """Sizes and characters of the id, station, used and person fields (:mod:`stream.guards`)."""
+        problem = check_station_id(self.station_col, obj.get(self.station_col))
+        problem = problem or check_report_id(self.id_col, obj.get(self.id_col))
+        for col in (*self.used, *self.person_columns):
+            problem = problem or check_text(col, obj.get(col))
+        when = obj.get(self.time_col)
+        if problem is None and (not is_scalar(when) or len(str(when)) > 64):
+            problem = "invalid-time", f"field '{self.time_col}' must be an ISO-8601 time string"
+        return problem
+
+    def check(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
         obj = self.parse(raw)
         if isinstance(obj, Rejected):
             return obj
-        station = obj.get(self.station_col)
-        station = str(station).strip() if station not in (None, "") else None
-        missing = [c for c in self.required if obj.get(c) is None or str(obj.get(c)).strip() == ""]
+        station = valid_station_id(obj.get(self.station_col))  # None unless safe to store and count
+        missing = [c for c in self.required if obj.get(c) is None or (isinstance(obj[c], str) and not obj[c].strip())]
         if missing:
             return Rejected("missing-field", f"required field(s) missing or empty: {', '.join(missing)}", station)
+        problem = self.guard_fields(obj)
+        if problem is not None:
+            return Rejected(*problem, station)
         assert station is not None
         text = str(obj[self.time_col]).strip()
         try:
@@ -102,6 +150,9 @@ class ReportValidator:
             return Rejected("invalid-time", f"field '{self.time_col}' is not an ISO-8601 time", station)
         if when.tzinfo is None:
             return Rejected("invalid-time", f"field '{self.time_col}' has no UTC offset (use ...Z)", station)
+        utc = plausible_time(self.time_col, when, now or datetime.now(UTC), self.limits)
+        if isinstance(utc, tuple):
+            return Rejected(*utc, station)
         data: dict[str, str] = {}
         for col in self.used:
             value = obj[col]
@@ -117,7 +168,7 @@ class ReportValidator:
             return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
                             station)
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
-        return Clean(str(obj[self.id_col]).strip(), station, when.astimezone(UTC), data, person)
+        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person)
 
 
 def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -> IncomingReport:
@@ -127,3 +178,31 @@ def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -
         person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
         content_hash=content_hash({"t": clean.event_time.isoformat(), **clean.data}),
         station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data)
+
+
+@dataclass
+class Screened:
+    """A batch split by :func:`screen_batch`: every message is in exactly one of ``accepted`` / ``rejections``."""
+
+    accepted: list[IncomingReport]
+    raws: list[bytes | str | None]  # the raw message of each accepted report (for the ledger's refusals)
+    rejections: list[Rejection]
+    dead: list[dict[str, Any]]  # one bounded dead letter per rejection
+
+
+def screen_batch(validator: ReportValidator, values: list[bytes | str | None], key: bytes,
+                 window_key_for: Callable[[str], str], person_guard: bool, now: datetime) -> Screened:
+    """Validate a batch and drop identifiers; never raises (``internal-error`` is the last resort)."""
+    out = Screened([], [], [], [])
+    for raw in values:
+        res = validator.screen(raw, now)
+        if not isinstance(res, Rejected):
+            try:
+                out.accepted.append(to_incoming(res, key, window_key_for(res.station_id), person_guard))
+                out.raws.append(raw)
+                continue
+            except Exception as exc:
+                res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
+        out.rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message))
+        out.dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
+    return out

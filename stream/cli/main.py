@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console": ("stream.cli.console", "serve the operator console (web)"),
     "releases": ("stream.cli.console", "list, show or re-verify releases in the ledger"),
     "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),
+    "stations": ("stream.cli.registry", "register, list or remove the stations allowed to push"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
 }

@@ -229,7 +229,9 @@ def health_page(h: dict[str, Any]) -> str:
             + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "releases",
                      "control"], stations, "pool")
             + f"<h2>Consumer lag</h2>{lag_html}"
-            + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s)</p>'
+            + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s); '
+            + f'<span class=bad>{dlq["by_reason"].get("report-id-reused", 0)}</span> report id(s) reused for '
+            + f'another event; {dlq["by_reason"].get("unknown-station", 0)} from unregistered stations</p>'
             + table(["station", "reason", "count", "last"], dlq_rows, "dlq")
             + "<h3>Recent rejections (reason only, no payload)</h3>"
             + table(["time", "station", "reason", "message (scrubbed)"], recent)
@@ -237,6 +239,10 @@ def health_page(h: dict[str, Any]) -> str:
             + table(["window", "reason", "reports", "still pending", "closed", "control"], held, "held")
             + "<h2>Carried windows (too small, waiting for the next window)</h2>"
             + table(["window", "reason", "reports", "still pending", "closed"], carried, "carried"))
+    registry = [[e(r["station"]), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or "")]
+                for r in h.get("registry") or []]
+    body += ("<h2>Station registry</h2><p class=muted>anonstream stations add|list|remove</p>"
+             + table(["station", "source", "added", "note"], registry, "registry"))
     return layout("Health", body, "/api/health")
 
 

@@ -188,6 +188,7 @@ class ConsoleService(BrokerHealth):
             held = q.windows(s, ("held", "carried"), 100)
             wcounts = q.window_counts(s)
             act = q.activity(s)
+            registry = q.registered_stations(s)
         for row in pool:
             row["paused"] = paused.get(row["station"], {}).get("paused", False)
         for st, c in paused.items():
@@ -215,6 +216,7 @@ class ConsoleService(BrokerHealth):
             "lag": self.lag(),
             "worker": self.worker_status(act),
             "controls": paused,
+            "registry": registry,
             "read_only": self.settings.operator_token is None,
         }
 

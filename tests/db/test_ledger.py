@@ -62,18 +62,23 @@ def test_size_cap_opens_next_sequence_window(ledger_db) -> None:  # type: ignore
     assert set(due) == {ws[0].id, ws[1].id}  # full windows close; the partial one waits
 
 
-def test_late_report_goes_to_next_open_window_never_dropped(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_late_report_goes_to_its_own_event_time_window_never_dropped(ledger_db) -> None:  # type: ignore[no-untyped-def]
     policy = WindowPolicy(size_s=86_400, lateness_s=3_600)
     pool = PoolRepository(ledger_db, policy)
     pool.ingest([report(1, t=T0), report(2, t=T0 + timedelta(days=1))], [], NOW)
     # the watermark (day 2, 08:00) is past day 1's end + lateness: day 1 is due, day 2 is not
-    day1, day2 = windows(ledger_db)
+    day1, _day2 = windows(ledger_db)
     assert due_windows(ledger_db, policy, idle_s=3600, now=NOW) == [day1.id]
     late = pool.ingest([report(3, t=T0 + timedelta(hours=2))], [], NOW)
-    assert late.accepted == 1 and late.windows == {day2.id}
+    assert late.accepted == 1 and late.windows == {day1.id}  # its own day, not the latest open one
+    # once day 1 is closing, a later report of day 1 opens day 1's next window (seq 1), not day 2's
+    assert ReleaseRepository(ledger_db).claim_window(day1.id, "a", NOW, 60, "due") is not None
+    later = pool.ingest([report(4, t=T0 + timedelta(hours=3))], [], NOW)
+    (wid,) = later.windows
+    assert wid.startswith(day1.id.rsplit("|", 1)[0]) and wid.endswith("|1")
     with ledger_db.read() as s:
         assert s.execute(select(PendingReport.window_id).where(
-            PendingReport.fingerprint == report(3).fingerprint)).scalar_one() == day2.id
+            PendingReport.fingerprint == report(3).fingerprint)).scalar_one() == day1.id
 
 
 def test_idle_window_is_due(ledger_db) -> None:  # type: ignore[no-untyped-def]

@@ -65,7 +65,7 @@ def test_unknown_qi_values_never_pass_and_are_not_echoed(validator, good, column
         assert value.strip() in leaves
         return
     assert res.reason in {"value-not-in-hierarchy", "invalid-value", "missing-field"}
-    if res.reason != "missing-field":  # the message names the field, never the value
+    if res.reason != "missing-field" and "control characters" not in res.message:  # names the field, not the value
         reference = validator.check(json.dumps(good[0] | {column: "zz-unknown-zz"}).encode())
         assert isinstance(reference, Rejected) and res.message == reference.message
 

@@ -1,0 +1,146 @@
+"""Window assignment of accepted reports, by each report's own event time.
+
+* a report's window is the tumbling window of its key that contains its event time, whatever the
+  key's watermark: a backfill (history pushed out of order) is windowed by when each event
+  happened, never lumped into the latest open window;
+* a window with ``count >= cap`` is full, and so is one that is closing or closed: further reports
+  of that period go to the next sequence number of the same period (``seq + 1``), so a late report
+  of an already released day opens a new window of that day (due at once, as its watermark has
+  passed; too few reports for k and it is carried, its reports waiting for the key's next window);
+* at most ``max_new_windows_per_hour`` windows are created per key and hour: a report that would
+  need one more is refused (dead-lettered as ``window-rate``), which bounds the work one station can
+  cause by inventing event times;
+* duplicates and corrections are tallied on the key's latest open window, so the manifest of that
+  window's release counts them (a window closed without a release passes its tally on to the key's
+  next open window); when the key has no open window, they are in the per-station counters only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from db.models import Watermark, Window
+from db.session import insert_ignore
+
+
+@dataclass(frozen=True)
+class WindowPolicy:
+    size_s: int = 86_400
+    lateness_s: int = 3_600
+    cap: int = 10_000
+    max_new_windows_per_hour: int = 500
+
+    def start_of(self, t: datetime) -> datetime:
+        epoch = int(t.timestamp())
+        return datetime.fromtimestamp(epoch - epoch % self.size_s, t.tzinfo)
+
+    def window_id(self, key: str, start: datetime, seq: int) -> str:
+        return f"{key}|{start.strftime('%Y-%m-%dT%H:%M:%SZ')}|{seq}"
+
+
+class WindowRouter:
+    """Assigns reports of one ingest transaction to windows, creating windows as needed."""
+
+    def __init__(self, session: Session, policy: WindowPolicy, now: datetime) -> None:
+        self.s, self.policy, self.now = session, policy, now
+        self.added: dict[str, int] = defaultdict(int)
+        self.dups: dict[str, int] = defaultdict(int)
+        self.watermarks: dict[str, datetime] = {}
+        self.current: dict[tuple[str, datetime], Window] = {}
+        self.latest_open: dict[str, Window | None] = {}
+        self.created: dict[str, int] = {}  # windows of each key created in the last hour (incl. this unit)
+
+    def advance(self, key: str, t: datetime) -> None:
+        wm = self.watermark(key)
+        if wm is None or t > wm:
+            self.watermarks[key] = t
+
+    def watermark(self, key: str) -> datetime | None:
+        if key not in self.watermarks:
+            row = self.s.get(Watermark, key)
+            if row is not None:
+                self.watermarks[key] = row.event_time
+        return self.watermarks.get(key)
+
+    def save_watermarks(self) -> None:
+        for key, t in self.watermarks.items():
+            stmt = update(Watermark).where(Watermark.key == key, Watermark.event_time < t).values(event_time=t)
+            if self.s.execute(stmt).rowcount == 0:
+                insert_ignore(self.s, Watermark.__table__, [{"key": key, "event_time": t}], ["key"])
+
+    def _load(self, key: str, start: datetime) -> Window | None:
+        """Latest-sequence window of (key, start)."""
+        return self.s.execute(select(Window).where(Window.key == key, Window.start == start)
+                              .order_by(Window.seq.desc()).limit(1)).scalar_one_or_none()
+
+    def _may_create(self, key: str) -> bool:
+        if key not in self.created:
+            since = self.now - timedelta(hours=1)
+            self.created[key] = int(self.s.execute(select(func.count()).select_from(Window).where(
+                Window.key == key, Window.created_at >= since)).scalar_one())
+        return self.created[key] < self.policy.max_new_windows_per_hour
+
+    def _create(self, key: str, start: datetime, seq: int) -> Window:
+        wid = self.policy.window_id(key, start, seq)
+        inserted = insert_ignore(self.s, Window.__table__, [{
+            "id": wid, "key": key, "start": start, "end": start + timedelta(seconds=self.policy.size_s),
+            "seq": seq, "state": "open", "count": 0, "duplicates": 0, "last_input_at": self.now,
+            "created_at": self.now}], ["id"])
+        self.created[key] = self.created.get(key, 0) + int(bool(inserted))
+        row = self.s.get(Window, wid, populate_existing=True)
+        assert row is not None
+        return row
+
+    def _has_room(self, w: Window) -> bool:
+        return w.state == "open" and w.count + self.added[w.id] < self.policy.cap
+
+    def _in_period(self, key: str, start: datetime) -> Window | None:
+        w = self.current.get((key, start))
+        if w is None or not self._has_room(w):
+            w = w if w is not None else self._load(key, start)
+            while w is None or not self._has_room(w):
+                if not self._may_create(key):
+                    return None
+                w = self._create(key, start, 0 if w is None else w.seq + 1)
+            self.current[(key, start)] = w
+        return w
+
+    def route(self, key: str, event_time: datetime) -> Window | None:
+        """The window of the report's own event time (None: the key's window-creation rate is exhausted)."""
+        w = self._in_period(key, self.policy.start_of(event_time))
+        if w is not None:
+            self.added[w.id] += 1
+        return w
+
+    def tally_duplicate(self, key: str) -> bool:
+        """Count a duplicate or correction on the key's latest open window; False when the key has none
+        (no window is opened for a duplicate: it stays in the per-station duplicate counters only)."""
+        if key not in self.latest_open:
+            self.latest_open[key] = self.s.execute(
+                select(Window).where(Window.key == key, Window.state == "open")
+                .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
+        w = self.latest_open[key]
+        if w is None:
+            return False
+        self.dups[w.id] += 1
+        return True
+
+    def commit_counts(self) -> list[str]:
+        """Apply the count increments; returns window ids that were closed meanwhile (re-route)."""
+        lost = []
+        for wid in sorted(set(self.added) | set(self.dups)):
+            n, d = self.added.get(wid, 0), self.dups.get(wid, 0)
+            if n == 0 and d == 0:
+                continue
+            values = {"count": Window.count + n, "duplicates": Window.duplicates + d}
+            if n:  # duplicates alone do not keep a window from going idle
+                values["last_input_at"] = self.now
+            res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values))
+            if res.rowcount == 0:
+                lost.append(wid)
+        return lost
