@@ -203,7 +203,6 @@ class Orchestrator:
             log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.k)
             return None
         seed = window_seed(s.sample_seed, window.id)
-        rid = release_id(window.id, seed)
         picks = draw(len(eligible), sample_size(len(eligible), s.sample_policy, s.sample_fraction, s.sample_max),
                      np.random.default_rng([seed, 0]))
         sample = [eligible[i] for i in picks]
@@ -235,6 +234,7 @@ class Orchestrator:
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
+        rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "")
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            risk)
 

@@ -30,8 +30,12 @@ def window_seed(base_seed: int, window_id: str) -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit column
 
 
-def release_id(window_id: str, seed: int) -> str:
-    return "r-" + hashlib.sha256(f"{window_id}\x1f{seed}".encode()).hexdigest()[:22]
+def release_id(window_id: str, seed: int, capped: str = "") -> str:
+    """The id of a window's release. Its content is a function of (window, seed); when an engine's
+    wall-clock safety cap bound (``budget_cap_hit``) it is not, and ``capped`` (the content's digest)
+    enters the id, so an id never names two contents."""
+    suffix = f"\x1fcap{capped}" if capped else ""
+    return "r-" + hashlib.sha256(f"{window_id}\x1f{seed}{suffix}".encode()).hexdigest()[:22]
 
 
 def sample_size(n: int, policy: SamplePolicy, fraction: float, max_size: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,16 @@ Progress = Callable[[float, str], None]
 VerificationMode = Literal["classes", "k-regular"]
 PRIVATE_DIAGNOSTICS = frozenset({"matching"})
 """Diagnostics that link released rows to input rows; never reported or published."""
+TIMING_DIAGNOSTICS = frozenset({"loss_curve", "curve", "search_s", "trace", "start_time_s", "candidates_time_s",
+                                "construction_time_s", "assign_time_s"})
+"""Diagnostics holding wall-clock measurements: the only ones that differ between two runs of the same
+batch, parameters and seed (see :func:`reproducible_diagnostics`)."""
+
+
+def reproducible_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """The diagnostics without wall-clock measurements: identical for the same batch, parameters and
+    seed whatever the machine load, unless ``budget_cap_hit`` says a safety cap cut the work short."""
+    return {k: v for k, v in diagnostics.items() if k not in TIMING_DIAGNOSTICS}
 
 
 def no_progress(_done: float, _message: str) -> None:
@@ -75,6 +86,13 @@ class Release:
     @property
     def released(self) -> int:
         return len(self.rows)
+
+    def digest(self) -> str:
+        """SHA-256 of the released content: rows (as CSV), class ids and suppressed index labels."""
+        h = hashlib.sha256(self.rows.to_csv().encode())
+        h.update(np.asarray(self.class_ids).astype(np.int64).tobytes())
+        h.update(repr(sorted(map(str, self.suppressed))).encode())
+        return h.hexdigest()
 
     def summary(self) -> dict[str, Any]:
         """Report of the release. The heterogeneous ``matching`` (true-match structure) is left out:

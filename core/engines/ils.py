@@ -34,8 +34,12 @@ the reference for the RPI (eq. 9) and the fallback. Measured (docs/engines/ils.m
 2-opt search alone stalls (census 10k, k = 20: 2.8 % GCP RPI over k-member in 60 s), the assignment
 search reaches 12.6 %.
 
-Anytime: it stops at ``time_limit`` seconds or after ``max_iterations`` ILS iterations (and, for
-``assign``, ``passes``) and never returns a worse solution than its start. Interpretations are
+Budget: deterministic work, not wall time. The assignment phase stops after ``passes`` passes (or
+earlier when a rotation of passes stalls), the descent runs to its local optimum, the ILS after
+``max_iterations`` iterations; so the same batch, parameters and seed give the same release whatever
+the machine load. ``time_limit`` is a safety cap only: if it binds first, ``diagnostics
+["budget_cap_hit"]`` is true. With ``max_iterations=None`` the ILS runs until the cap (anytime mode,
+flagged the same way). It never returns a worse solution than its start. Interpretations are
 listed in :mod:`core.engines.hetero.search`, :mod:`core.engines.hetero.reassign` and docs/engines/ils.md.
 """
 
@@ -61,13 +65,22 @@ from core.engines.kmember import kmember_cls
 from core.engines.lgreedy import lgreedy_cls
 from core.errors import InfeasibleError, ParamsError
 
+TIME_CAP_S = 300.0  # safety cap only (a 10,000-row window spends ~8 s of one core at the default budget)
+MAX_PASSES = 40  # deterministic work budget, docs/engines/ils.md "Budget"
+MAX_ITERATIONS = 512
+
 
 class ILSParams(EngineParams):
     objective: Literal["gcp", "sil"] = Field(default="gcp", description="information loss to minimise: gcp | sil")
     start: str = Field(default="kmember", description="initial homogeneous solution: kmember | lgreedy | "
                                                       "any engine returning classes without suppression")
-    time_limit: float = Field(default=10.0, ge=0, description="time budget in seconds (anytime); 0 = none")
-    max_iterations: int | None = Field(default=None, ge=0, description="ILS iterations after the first descent")
+    time_limit: float = Field(default=TIME_CAP_S, ge=0,
+                              description="safety cap in wall seconds, not the budget (the budget is passes and "
+                                          "max_iterations); if it binds the release says so "
+                                          "(diagnostics budget_cap_hit); 0 = no cap")
+    max_iterations: int | None = Field(default=MAX_ITERATIONS, ge=0,
+                                       description="work budget: ILS iterations after the first descent; "
+                                                   "None = until the time_limit cap (not reproducible)")
     perturbation: int = Field(default=1, ge=1, description="random swaps per perturbation (n of §5.4)")
     neighbourhood: Literal["knn", "full"] = Field(default="knn", description="partner rows of a move: knn | full")
     candidates: int = Field(default=64, ge=1, description="nearest rows per row in the knn neighbourhood")
@@ -77,9 +90,10 @@ class ILSParams(EngineParams):
                                       "2opt: the paper's 2-opt ILS only")
     block_size: int = Field(default=800, ge=2, description="rows per block of the assignment moves (assign search)")
     assign_share: float = Field(default=0.75, ge=0, le=1,
-                                description="share of the time budget for construction and passes (assign search)")
-    passes: int | None = Field(default=None, ge=0, description="most block-reassignment passes (assign search); "
-                                                               "default: until the share is used or passes stall")
+                                description="share of the time_limit cap for construction and passes (assign search)")
+    passes: int | None = Field(default=MAX_PASSES, ge=0,
+                               description="work budget: most block-reassignment passes (assign search; fewer when "
+                                           "passes stall); None = until the stall or the cap")
 
     @model_validator(mode="after")
     def _bounded(self) -> ILSParams:
@@ -168,7 +182,8 @@ class ILSEngine(Engine):
             "accepted": counters.accepted, "moves_evaluated": counters.descent_evals + counters.ils_evals,
             "moves_applied": counters.descent_moves + counters.ils_moves,
             "start_time_s": round(t_start, 4), "candidates_time_s": round(t_cand, 4),
-            "search": params.search,
+            "search": params.search, "budget_cap_hit": bool(counters.cap_hit or (assign and assign.counters.cap_hit)),
+            "work_budget": {"passes": params.passes, "max_iterations": params.max_iterations},
             "trace": [(round(t + t_before, 4), float(v)) for t, v in (assign.counters.trace if assign else [])]
                      + [(round(t + t_before + t_assign, 4), float(v)) for t, v in counters.trace],
         }

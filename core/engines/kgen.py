@@ -173,7 +173,8 @@ class KgenEngine(Engine):
             best, fallback = top, True
         progress(1.0, "done")
         diag: dict[str, Any] = {"preprocessing": bounds.as_dict(batch.schema.qi_names), **search.diagnostics(),
-                                "fallback_top": fallback}
+                                "fallback_top": fallback, "work_budget": {"max_evaluations": params.max_evaluations},
+                                "budget_cap_hit": False}  # no wall clock: the budget is evaluations only
         release = release_from_node(self.name, batch, evaluator, best, params, started, diag)
         release.diagnostics["attribute_loss"] = attribute_loss(batch, best.levels, release.metrics, release.rows)
         return release

@@ -160,7 +160,9 @@ class PBGEAEngine(Engine):
         diag = {"objectives": list(params.objectives), "eps": list(eps), "eta_rows": props.eta,
                 "nodes_evaluated": result.evaluations, "prune": params.prune, "nodes_pruned": result.pruned,
                 "archive_bound": theorem2_bound(upper, eps),
-                "population": params.population, "iterations": params.iterations}
+                "population": params.population, "iterations": params.iterations,
+                "work_budget": {"generations": params.iterations, "population": params.population},
+                "budget_cap_hit": False}  # no wall clock: the budget is generations only
         return result.front, diag
 
     def anonymize(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator,

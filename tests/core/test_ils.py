@@ -185,8 +185,8 @@ def test_candidates_are_the_nearest_rows(duplicates):
 
 def test_params_are_checked():
     eng = get_engine("ils")
-    with pytest.raises(ParamsError):
-        make_params(eng, {"time_limit": 0})
+    with pytest.raises(ValueError, match="needs a stop"):  # no iteration budget and no cap
+        eng.Params(time_limit=0, max_iterations=None)
     with pytest.raises(ParamsError):
         eng.anonymize(encode(_table(20, 1), SCHEMA), make_params(eng, {"k": 3, "l": 2}), np.random.default_rng(0))
     with pytest.raises(ParamsError):

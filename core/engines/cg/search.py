@@ -16,8 +16,10 @@ Phases (a valid release exists after phase 1 and every later step keeps one):
    own order (classes by the mean position of their members) is re-segmented by the dynamic
    programme near the current lambda, which merges, splits and shifts neighbouring classes at once;
    the result replaces the state only if it is better. The search stops when a sweep over every
-   tuple and a re-segmentation find nothing (converged), after ``max_iterations`` sweeps, or at
-   the time budget.
+   tuple and a re-segmentation find nothing (converged) or after ``max_iterations`` sweeps: a
+   deterministic work budget, so the same batch, parameters and seed give the same release
+   whatever the machine load. ``time_limit`` is only a safety cap; if it binds first the result
+   says so (``info["budget_cap_hit"]``) and then depends on the machine's speed.
 
 The loss curve records (seconds since start, objective, loss, privacy term, CPU seconds) after
 every improvement; the engines expose it in ``Release.diagnostics``.
@@ -50,14 +52,18 @@ class SearchResult:
 
 
 class Clock:
+    """Wall time since ``started`` and the safety cap; remembers whether the cap ever bound."""
+
     def __init__(self, started: float, budget: float | None) -> None:
-        self.started, self.budget = started, budget
+        self.started, self.budget, self.hit = started, budget, False
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
 
     def out(self) -> bool:
-        return self.budget is not None and self.elapsed() >= self.budget
+        if self.budget is not None and self.elapsed() >= self.budget:
+            self.hit = True
+        return self.hit
 
 
 def initial_assignment(p: Problem, s: Setup, order: np.ndarray) -> tuple[np.ndarray, int]:
@@ -148,7 +154,7 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
     def balance(order: np.ndarray, lo: float, hi: float, steps: int) -> tuple[State | None, float]:
         """Bisection on lambda over optimal segmentations of ``order``; the best state found."""
         found, lam_found = None, 0.5 * (lo + hi)
-        for _ in range(steps):
+        for step in range(steps):
             lam = 0.5 * (lo + hi)
             state = make_state(p, s, *dp_assignment(p, s, order, lam))
             res.info["dp_runs"] = res.info.get("dp_runs", 0) + 1
@@ -158,7 +164,7 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
                 lo = lam
             else:
                 hi = lam
-            if clock.out() or hi - lo < 1e-3:
+            if hi - lo < 1e-3 or (step < steps - 1 and clock.out()):
                 break
         return found, lam_found
 
@@ -178,11 +184,11 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
         for lo_i in range(0, p.n, SLICE):
             moved += best.sweep(visit[lo_i:lo_i + SLICE], o1, p1, o2, p2, params.neighbours, full)
             record(best)
-            if clock.out():
+            if lo_i + SLICE < p.n and clock.out():
                 break
         sweeps += 1
         moves += moved
-        progress(min(0.3 + 0.7 * clock.elapsed() / (params.time_limit or 1e9), 0.99),
+        progress(min(0.3 + 0.7 * sweeps / max(params.max_iterations, 1), 0.99),
                  f"sweep {sweeps}: {moved} moves, objective {best.objective():.4f}")
         quiet = moved == 0 and full
         if quiet or (moved < p.n * SETTLED and not tried):
@@ -195,13 +201,14 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
                 continue
             tried = True
             if quiet:
-                converged = not clock.out()
+                converged = not clock.hit
                 break
         full = moved == 0  # confirm a quiet sweep with a sweep that looks at every tuple
     res.info.update(lam=lam, resegmented=resegmented)
     res.state = best
     record(best, always=True)
     res.info.update(sweeps=sweeps, moves=moves, converged=converged,
-                    stop="converged" if converged else ("time budget" if clock.out() else "max_iterations"),
+                    stop="converged" if converged else ("time cap" if clock.hit else "max_iterations"),
+                    work_budget={"max_sweeps": params.max_iterations}, budget_cap_hit=clock.hit,
                     search_s=round(clock.elapsed(), 4))
     return res

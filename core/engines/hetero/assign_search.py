@@ -38,6 +38,7 @@ class AssignCounters:
     passes: int = 0
     blocks: int = 0
     stalled: bool = False
+    cap_hit: bool = False  # the deadline ended the construction or the passes before their budget
     trace: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -79,6 +80,8 @@ class AssignSearch:
             return c
         built = construct(self.n, self.k, self.planner, self.consts, self.code, self.rng, deadline)
         c.construct_s = time.perf_counter() - started
+        if built is None and time.perf_counter() > deadline:
+            c.cap_hit = True
         if built is not None:
             value = matching_objective(self.data, built, self.objective_name) * self.norm
             c.construct_objective = value / self.norm
@@ -93,6 +96,7 @@ class AssignSearch:
             gains = removal_gains(self.M, *self.consts[:5]) if self.code == 0 and c.passes % 2 == 0 else None
             for blk in blocks:
                 if time.perf_counter() > deadline:
+                    c.cap_hit = True
                     break
                 slots = pick_slots(self.M, blk, gains, self.rng)
                 self.total -= reassign_block(self.M, blk, slots, self.consts, self.code, self.head)
@@ -107,4 +111,6 @@ class AssignSearch:
                     c.stalled = True
                     break
                 rotation_start = self.total
+        if not c.stalled and (max_passes is None or c.passes < max_passes):
+            c.cap_hit = True  # only the deadline ends the passes before the budget or a stall
         return c

@@ -1,7 +1,8 @@
 """The anytime driver of the ILS kernels: state set-up, descent, ILS iterations, trace.
 
 The numba kernels run in chunks of fixed size (so a run is deterministic for a seed and an
-iteration budget, whatever the machine's speed); between chunks the driver checks the deadline,
+iteration budget, whatever the machine's speed); between chunks the driver checks the deadline
+(a safety cap: ``Counters.cap_hit`` says when it ended the work early),
 re-synchronizes the objective with the per-row terms and records a (time, objective) trace. The
 solution is a valid k-regular matching after every move, so stopping at any chunk boundary is safe.
 """
@@ -33,6 +34,7 @@ class Counters:
     ils_evals: int = 0
     ils_moves: int = 0
     descent_done: bool = False
+    cap_hit: bool = False  # the deadline stopped the descent or the ILS before its work budget
     trace: list[tuple[float, float]] = field(default_factory=list)
 
 
@@ -110,6 +112,7 @@ class Searcher:
             c.descent_moves += m
             mark("descent")
         c.descent_done = self.qlen[0] == 0
+        c.cap_hit = not c.descent_done
         self.best[0] = self.cur[0] = self.total()
         self.best_m[:] = self.S[0]
         track = self.slack > 0
@@ -124,6 +127,8 @@ class Searcher:
             c.ils_evals += e
             c.ils_moves += m
             mark("ils")
+        if c.descent_done and self.k > 1 and self.n > 2 and (max_iterations is None or c.iterations < max_iterations):
+            c.cap_hit = True  # only the deadline ends the loop before the budget
         if track and self.best[0] < self.total() - 1e-9:
             self.S[0][:] = self.best_m
             self.S[1][:] = inverse(self.best_m)
