@@ -16,6 +16,7 @@ hierarchy. The loss of a numeric range is (max - min) / (domain span), of a hier
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from core.errors import InfeasibleError
 from core.hierarchies.base import EncodedQI
 from core.hierarchies.intervals import range_label
 from core.metrics import summarize
-from core.privacy import achieved, class_ok
+from core.privacy import PrivacyRequirement, achieved, class_ok
 from core.privacy.check import contingency
 
 
@@ -63,37 +64,11 @@ class MondrianEngine(Engine):
         require_models(self, params)
         require_rows(batch, params.k)
         require_sensitive(batch, params)
-        req = params.requirement()
-        ranks = np.stack([leaf_order(q)[q.codes] for q in batch.qis], axis=1)  # (n, d) ordinal per QI
-        span = np.maximum(ranks.max(axis=0) - ranks.min(axis=0), 1).astype(float)
-        sens = batch.sensitive_codes
-        n_sens = len(batch.sensitive_labels) if sens is not None else 0
-        overall = np.bincount(sens, minlength=n_sens).astype(float) if sens is not None else None
-
-        def valid(rows: np.ndarray) -> bool:
-            if len(rows) < req.k_min:
-                return False
-            if not req.needs_sensitive:
-                return True
-            counts = np.bincount(sens[rows], minlength=n_sens)[None, :]
-            return bool(class_ok(counts, req, overall)[0])
-
-        all_rows = np.arange(batch.n)
-        if not valid(all_rows):
-            raise InfeasibleError("the whole batch does not meet the requirement, so no partition can",
-                                  reason="infeasible")
-        final: list[np.ndarray] = []
-        stack = [all_rows]
-        while stack:
-            rows = stack.pop()
-            if not self._split(rows, ranks[rows], span, valid, stack):
-                final.append(rows)
-            if len(final) % 200 == 0:
-                progress(sum(len(f) for f in final) / batch.n, f"{len(final)} classes")
-        return self._release(batch, params, final, started)
+        return self._release(batch, params, mondrian_parts(batch, params.requirement(), progress), started)
 
     @staticmethod
-    def _split(rows: np.ndarray, sub: np.ndarray, span: np.ndarray, valid, stack: list[np.ndarray]) -> bool:
+    def _split(rows: np.ndarray, sub: np.ndarray, span: np.ndarray, valid: Callable[[np.ndarray], bool],
+               stack: list[np.ndarray]) -> bool:
         """Split ``rows`` at the median of the widest QI that allows a valid cut; False if none."""
         width = (sub.max(axis=0) - sub.min(axis=0)) / span
         for a in np.argsort(-width, kind="stable"):
@@ -145,3 +120,37 @@ class MondrianEngine(Engine):
             class_ids=cls, suppressed=np.array([], dtype=batch.frame.index.dtype), metrics=metrics,
             privacy=level.as_dict(), diagnostics=diag, runtime_s=time.perf_counter() - started,
         )
+
+
+def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement,
+                   progress: Progress = no_progress) -> list[np.ndarray]:
+    """Mondrian's partition of the batch: row positions per class (InfeasibleError if none exists).
+
+    Also the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
+    ranks = np.stack([leaf_order(q)[q.codes] for q in batch.qis], axis=1)  # (n, d) ordinal per QI
+    span = np.maximum(ranks.max(axis=0) - ranks.min(axis=0), 1).astype(float)
+    sens = batch.sensitive_codes
+    n_sens = len(batch.sensitive_labels) if sens is not None else 0
+    overall = np.bincount(sens, minlength=n_sens).astype(float) if sens is not None else None
+
+    def valid(rows: np.ndarray) -> bool:
+        if len(rows) < req.k_min:
+            return False
+        if not req.needs_sensitive:
+            return True
+        counts = np.bincount(sens[rows], minlength=n_sens)[None, :]
+        return bool(class_ok(counts, req, overall)[0])
+
+    all_rows = np.arange(batch.n)
+    if not valid(all_rows):
+        raise InfeasibleError("the whole batch does not meet the requirement, so no partition can",
+                              reason="infeasible")
+    final: list[np.ndarray] = []
+    stack = [all_rows]
+    while stack:
+        rows = stack.pop()
+        if not MondrianEngine._split(rows, ranks[rows], span, valid, stack):
+            final.append(rows)
+        if len(final) % 200 == 0:
+            progress(sum(len(f) for f in final) / batch.n, f"{len(final)} classes")
+    return final

@@ -53,6 +53,13 @@ class CGDiverseParams(CGParams):
     ase_rule: bool = Field(default=False,
                            description="also require distinct offences >= min(ceil(ASe), l_target) per class "
                                        "(the paper's ASe-vs-diversity rule, eq. 10)")
+    degrade: bool = Field(default=True,
+                          description="when the severity-weighted diversity target is unreachable for this batch, "
+                                      "enforce distinct l as a constraint and minimise loss instead of chasing the "
+                                      "target (which pushes rows into the top class); false = always chase")
+    degraded_cap_factor: float = Field(default=40.0, ge=1.0,
+                                       description="class-size cap = floor(factor * k_min) while degraded, so "
+                                                   "neighbouring classes may merge (never below cap_factor's cap)")
 
     @model_validator(mode="after")
     def _distinct_only(self) -> CGDiverseParams:

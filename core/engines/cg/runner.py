@@ -22,6 +22,7 @@ from core.engines.cg.problem import build_problem
 from core.engines.cg.release import build_release
 from core.engines.cg.search import run_search
 from core.engines.cg.state import DIVERSE, KANON, Setup
+from core.engines.mondrian import mondrian_parts
 from core.errors import InfeasibleError
 from core.privacy import PrivacyRequirement
 
@@ -30,9 +31,9 @@ SKIP_FORBIDDEN = 1e3  # CG-Kanon: suppressing a row is only chosen when no segme
 
 
 def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int, kmin: int, cap: int,
-               params: CGParams) -> tuple[Setup, dict[str, float]]:
+               params: CGParams) -> tuple[Setup, dict[str, float | bool]]:
     total = float(row_sev.sum())
-    info: dict[str, float] = {}
+    info: dict[str, float | bool] = {}
     if mode == KANON:
         span = total * (1.0 / kmin - 1.0 / cap)
         pr_scale = 1.0 / span if span > 0 else 0.0
@@ -50,13 +51,36 @@ def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int,
         pr_scale = 1.0 / (total * (f_hi - f_lo))
         pr_offset = f_lo / (f_hi - f_lo)
         freq = np.bincount(sens, minlength=m) / n
+        # the severity-weighted own-offence frequency a random class of ``cap`` rows would have
+        floor = float((row_sev * (1.0 / cap + (cap - 1.0) / cap * freq[sens])).sum() / total)
+        reachable = f_lo >= floor
+        if not reachable and params.degrade:
+            # Graceful degradation: the target cannot be reached even by random classes of the largest
+            # size, and chasing it only pushes rows into the top class. Enforce k_min and distinct
+            # l_min as constraints and minimise loss (the frequency term is dropped).
+            pr_scale, pr_offset = 0.0, 0.0
+            cap = max(cap, cap_of(kmin, params.degraded_cap_factor))  # neighbouring classes may merge
         skip_lm = np.full(n, 1.0 / n)
         skip_pr = row_sev * freq[sens] * pr_scale
-        info = {"asd": asd, "l_target": ltarget, "distinct_offences": present}
+        info = {"asd": asd, "l_target": ltarget, "distinct_offences": present, "frequency_floor": floor,
+                "target_reachable": reachable, "degraded": bool(not reachable and params.degrade)}
     setup = Setup(mode=mode, kmin=kmin, cap=cap, lmin=lmin, ase_rule=bool(getattr(params, "ase_rule", False)),
                   ltarget=float(math.floor(ltarget)), lm_scale=1.0 / n, pr_scale=pr_scale, pr_offset=pr_offset,
                   eps=EPS, skip_lm=skip_lm, skip_pr=skip_pr)
     return setup, info
+
+
+def mondrian_seed(batch: EncodedBatch, kmin: int, lmin: int | None) -> np.ndarray | None:
+    """Class id per row of Mondrian's partition under (k_min, distinct l_min), classes numbered in
+    Mondrian's (locality-preserving) order; None when Mondrian finds no partition."""
+    try:
+        parts = mondrian_parts(batch, PrivacyRequirement(k=kmin, l=lmin, l_kind="distinct"))
+    except InfeasibleError:
+        return None
+    cls = np.empty(batch.n, np.int64)
+    for i, rows in enumerate(parts):
+        cls[rows] = i
+    return cls
 
 
 def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParams, rng: np.random.Generator,
@@ -77,8 +101,10 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     weights = effective_weights(batch, params.weights)
     problem = build_problem(batch, weights, row_sev)
     setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
+    cap = setup.cap
     progress(0.05, f"k_min={kmin}, cap={cap}")
-    result = run_search(problem, setup, params, rng, started, progress)
+    seed = mondrian_seed(batch, kmin, lmin) if mode == DIVERSE else None
+    result = run_search(problem, setup, params, rng, started, progress, seed)
     state = result.state
     allowed = int(np.floor(params.max_suppression * batch.n + 1e-9))
     if state.suppressed > allowed:

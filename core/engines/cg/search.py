@@ -134,7 +134,10 @@ def make_state(p: Problem, s: Setup, cls: np.ndarray, n_cls: int) -> State:
 
 
 def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator, started: float,
-               progress: Progress = no_progress) -> SearchResult:
+               progress: Progress = no_progress, seed: np.ndarray | None = None) -> SearchResult:
+    """The three phases above. ``seed`` (optional): class id per row of another valid partition
+    (CG-Diverse: Mondrian's); its classes, rows inside a class in the first ordering, form a third
+    ordering that the balance phase also segments, and it becomes the first ordering if it wins."""
     clock = Clock(started, params.time_limit or None)
     cpu0 = time.process_time()
     o1 = kd_order(p, rng)
@@ -169,7 +172,17 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
         return found, lam_found
 
     # phase 2: lambda bisection over optimal segmentations of o1
-    state, lam = balance(o1, 0.0, 1.0, 12)
+    steps = 12 if s.pr_scale > 0 else 1  # no privacy term (degraded cg-diverse): lambda is irrelevant
+    state, lam = balance(o1, 0.0, 1.0, steps)
+    if seed is not None:
+        pos = np.empty(p.n, np.int64)
+        pos[o1] = np.arange(p.n)
+        o3 = np.lexsort((pos, seed))
+        state3, lam3 = balance(o3, 0.0, 1.0, steps)
+        res.info["seed_order_won"] = bool(state3 is not None and (
+            state is None or state3.objective() < state.objective() - 1e-12))
+        if res.info["seed_order_won"]:
+            state, lam, o1 = state3, lam3, o3
     if state is not None and state.objective() < best.objective() - 1e-12:
         best = state
         record(best)
@@ -193,7 +206,8 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
         quiet = moved == 0 and full
         if quiet or (moved < p.n * SETTLED and not tried):
             # the moves have (nearly) settled: re-segment the classes' own order optimally
-            state, lam2 = balance(class_order(best, p1), max(lam - 0.125, 0.0), min(lam + 0.125, 1.0), 6)
+            state, lam2 = balance(class_order(best, p1), max(lam - 0.125, 0.0), min(lam + 0.125, 1.0),
+                                  6 if s.pr_scale > 0 else 1)
             if state is not None and state.objective() < best.objective() - 1e-9 * (1 + best.objective()):
                 best, lam, full, tried = state, lam2, False, False
                 resegmented += 1
