@@ -179,11 +179,18 @@ def test_cg_diverse_merges_undiverse_rows_into_the_top_class(crime):
     theft = df[df["offence"] == "Theft"].head(60)
     rest = df[df["offence"].isin(["Murder", "Fraud"])].head(6)
     part = pd.concat([theft, rest])
-    rel = run("cg-diverse", part, schema, l=3)
+    rel = run("cg-diverse", part, schema, l=3, degrade=False)  # chase the target, as the paper
     rep = verify_release(part, rel, schema)
     assert rep.ok and rep.l_distinct >= 3 and len(rel.suppressed) == 0
     assert rel.diagnostics["top_class_size"] > 0
     assert (rel.rows[["age", "suburb", "reporter"]] == "*").all(axis=1).sum() >= rel.diagnostics["top_class_size"]
+    # the default degrades gracefully here (3 offences cannot reach the target): neighbouring classes
+    # merge instead, with fewer all-'*' rows and about the same loss (measured: 0.730 against 0.712; the
+    # search is a heuristic on 66 rows)
+    graceful = run("cg-diverse", part, schema, l=3)
+    assert verify_release(part, graceful, schema).ok and graceful.diagnostics["degraded"]
+    assert graceful.diagnostics["top_class_size"] <= rel.diagnostics["top_class_size"]
+    assert graceful.metrics["loss_metric"] <= 1.05 * rel.metrics["loss_metric"]
 
 
 def test_batch_smaller_than_k_min_says_how_many_rows_are_missing(crime):

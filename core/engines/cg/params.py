@@ -57,8 +57,9 @@ class CGDiverseParams(CGParams):
                           description="when the severity-weighted diversity target is unreachable for this batch, "
                                       "enforce distinct l as a constraint and minimise loss instead of chasing the "
                                       "target (which pushes rows into the top class); false = always chase")
-    degraded_cap_factor: float = Field(default=40.0, ge=1.0,
-                                       description="class-size cap = floor(factor * k_min) while degraded, so "
+    degraded_cap_factor: float = Field(default=200.0, ge=1.0,
+                                       description="while degraded the class-size cap grows to the largest class "
+                                                   "of Mondrian's partition, at most floor(factor * k_min), so "
                                                    "neighbouring classes may merge (never below cap_factor's cap)")
 
     @model_validator(mode="after")

@@ -31,7 +31,8 @@ SKIP_FORBIDDEN = 1e3  # CG-Kanon: suppressing a row is only chosen when no segme
 
 
 def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int, kmin: int, cap: int,
-               params: CGParams) -> tuple[Setup, dict[str, float | bool]]:
+               params: CGParams, seed_largest: int = 0) -> tuple[Setup, dict[str, float | bool]]:
+    """Bounds and the normalisation of both terms (``seed_largest``: largest class of the seed partition)."""
     total = float(row_sev.sum())
     info: dict[str, float | bool] = {}
     if mode == KANON:
@@ -59,7 +60,8 @@ def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int,
             # size, and chasing it only pushes rows into the top class. Enforce k_min and distinct
             # l_min as constraints and minimise loss (the frequency term is dropped).
             pr_scale, pr_offset = 0.0, 0.0
-            cap = max(cap, cap_of(kmin, params.degraded_cap_factor))  # neighbouring classes may merge
+            # neighbouring classes may merge: up to the largest class Mondrian needed, within the factor
+            cap = max(cap, min(seed_largest, cap_of(kmin, params.degraded_cap_factor)))
         skip_lm = np.full(n, 1.0 / n)
         skip_pr = row_sev * freq[sens] * pr_scale
         info = {"asd": asd, "l_target": ltarget, "distinct_offences": present, "frequency_floor": floor,
@@ -100,10 +102,11 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
                                   f"{params.l}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
     problem = build_problem(batch, weights, row_sev)
-    setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
+    seed = mondrian_seed(batch, kmin, lmin) if mode == DIVERSE else None
+    largest = int(np.bincount(seed).max()) if seed is not None else 0
+    setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params, largest)
     cap = setup.cap
     progress(0.05, f"k_min={kmin}, cap={cap}")
-    seed = mondrian_seed(batch, kmin, lmin) if mode == DIVERSE else None
     result = run_search(problem, setup, params, rng, started, progress, seed)
     state = result.state
     allowed = int(np.floor(params.max_suppression * batch.n + 1e-9))
