@@ -19,6 +19,12 @@ max(P_norm, LM) + 0.01 (P_norm + LM):
   (eq. 8): P_norm = (P - 1/l_target) / (1 - 1/l_target), clipped at 0 (target met). Severe tuples
   weigh most, so classes holding severe offences are pushed to be the most diverse.
 
+DEGRADATION (not in the paper; ``degrade=True``, the default): when even random classes of ``cap``
+rows could not reach l_target (one dominant offence, few QIs), chasing it would push most rows into
+the top class. The engine then keeps k_min and distinct l_min as constraints, minimises LM, lets
+the cap grow to the largest class of Mondrian's partition (at most ``degraded_cap_factor`` * k_min)
+and also segments Mondrian's class order (``diagnostics["degraded"]``; docs/engines/cg-diverse.md).
+
 ``ase_rule=True`` adds the paper's per-class test (eq. 10): a class also needs at least
 min(ceil(ASe), floor(l_target)) distinct offences, ASe being its average severity.
 """

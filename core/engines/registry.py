@@ -34,6 +34,7 @@ _ENGINES: dict[str, str] = {
     "pbg-ea": "core.engines.pbg_ea:PBGEAEngine",
     "cg-kanon": "core.engines.cg_kanon:CGKanonEngine",
     "cg-diverse": "core.engines.cg_diverse:CGDiverseEngine",
+    "local-recode": "core.engines.local_recode:LocalRecodeEngine",
 }
 
 
