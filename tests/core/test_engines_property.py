@@ -17,7 +17,7 @@ from tests.strategies import make_table, small_schema, small_tables
 SCHEMA = small_schema()
 FAST = {"ils": {"max_iterations": 200, "time_limit": 1.0}, "kgen": {"max_evaluations": 300},
         "random": {"evaluations": 200}, "cg-kanon": {"time_limit": 0.3}, "cg-diverse": {"time_limit": 0.3},
-        "pbg-ea": {"iterations": 10}}
+        "pbg-ea": {"iterations": 10}, "local-recode": {"iterations": 10}}
 
 
 def _params(name: str, values: dict) -> dict:
