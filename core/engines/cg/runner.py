@@ -102,9 +102,11 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
                                   f"{params.l}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
     problem = build_problem(batch, weights, row_sev)
-    seed = mondrian_seed(batch, kmin, lmin) if mode == DIVERSE else None
-    largest = int(np.bincount(seed).max()) if seed is not None else 0
-    setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params, largest)
+    setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
+    seed = mondrian_seed(batch, kmin, lmin) if info.get("degraded") else None  # only when degraded
+    if seed is not None:
+        setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params,
+                                 int(np.bincount(seed).max()))
     cap = setup.cap
     progress(0.05, f"k_min={kmin}, cap={cap}")
     result = run_search(problem, setup, params, rng, started, progress, seed)
