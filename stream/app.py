@@ -117,6 +117,9 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
     if hasattr(app.producer, "_ensure_producer"):  # the aiokafka transport (kafka:// brokers)
         service.send_many = send_many
     app.anonstream_service = service  # type: ignore[attr-defined]
+    from stream.metrics import install
+
+    install(app, settings, service.metrics)  # /metrics, /ready, /live on the web port
     return app, service
 
 
@@ -125,7 +128,8 @@ def run_worker(settings: Settings) -> int:
     from faust.worker import Worker
 
     app, service = create_app(settings)
-    worker = Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False)
+    # logging is set up once by the CLI (stream/logs.py): one format, the Kafka clients at WARNING
+    worker = Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False, override_logging=False)
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:

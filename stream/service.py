@@ -27,6 +27,8 @@ from typing import Any
 from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.guards import Limits
+from stream.logs import ctx
+from stream.metrics import WorkerMetrics
 from stream.records import dead_letter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
 from stream.release_pool import ReleasePool, ThreadReleases
@@ -69,6 +71,8 @@ class WorkerService:
             ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
             else ThreadReleases(self.orchestrator))
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
+        self.metrics = WorkerMetrics(db, getattr(self.releases, "pids", None))
+        self._release_s: dict[str, float] = {}  # release id -> seconds its release call took (metrics)
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
         self._closing: set[str] = set()  # windows this worker is closing now (until published)
@@ -104,6 +108,7 @@ class WorkerService:
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
         if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
+        self.metrics.batch(result.accepted, result.duplicates, result.corrections, (d["reason"] for d in dead))
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
         self.stats["duplicates"] += result.duplicates + result.corrections
@@ -164,7 +169,9 @@ class WorkerService:
                         break
                     if wid in self._closing:
                         continue
+                    t0 = time.perf_counter()
                     window = await asyncio.to_thread(self.orchestrator.claim, wid, why, datetime.now(UTC))
+                    self.metrics.stage.labels("claim").observe(time.perf_counter() - t0)
                     if window is None:
                         continue
                     free -= 1
@@ -206,7 +213,10 @@ class WorkerService:
             loop.call_soon_threadsafe(free_slot)
 
         try:
+            t0 = time.perf_counter()
             rid, encoded = await self.releases.release(window, datetime.now(UTC), verified)
+            if rid is not None:
+                self._release_s[rid] = time.perf_counter() - t0
             if rid is not None and encoded is not None:
                 self.orchestrator.hand_over(rid, encoded)
             if rid is None:
@@ -247,8 +257,9 @@ class WorkerService:
         await (await send(s.topic_releases, key, manifest))
         await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
         self.stats["published"] += 1
+        self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started)
         log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(records),
-                 time.perf_counter() - started)
+                 time.perf_counter() - started, extra=ctx(release_id=release_id))
 
     def _encoded(self, release_id: str) -> tuple[bytes, list[bytes]]:
         fresh = self.orchestrator.take_encoded(release_id)

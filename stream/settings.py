@@ -14,28 +14,31 @@ Secrets (``fingerprint_key``, ``operator_token``) are ``SecretStr`` and never ap
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import AnonymizationError, ParamsError
 
 ENV_PREFIX = "ANONSTREAM_"
-SECRET_FIELDS = ("fingerprint_key", "operator_token")
+SECRET_FIELDS = ("fingerprint_key", "operator_token", "database_password")
 REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key")
 
 
 class Settings(BaseSettings):
     """Configuration of the worker, the CLI tools and the (later) operator console."""
 
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True,
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, populate_by_name=True,
                                       env_nested_delimiter="__")
 
     mode: Literal["embedded", "production"] = "embedded"
-    data_dir: Path = Path("var")
+    # ANONSTREAM_HOME (or ANONSTREAM_DATA_DIR): the embedded instance's files (state, SQLite, key, logs)
+    # (no bare alias such as "home": the environment source would read $HOME for it)
+    data_dir: Path = Field(default=Path("var"), validation_alias=AliasChoices("ANONSTREAM_HOME", "ANONSTREAM_DATA_DIR"))
 
     # --- broker and topics -------------------------------------------------------------------------
     broker_url: str | None = Field(default=None, description="kafka://host:port[,host:port]; none = embedded")
@@ -111,6 +114,20 @@ class Settings(BaseSettings):
     fault_point: Literal["after-ledger-write"] | None = Field(
         default=None, description="testing only: exit the worker hard at this point (crash recovery tests)")
 
+    # --- operations (docs/operations.md) -----------------------------------------------------------
+    log_format: Literal["text", "json"] = Field(default="text", description="json: one object per line")
+    database_password: SecretStr | None = Field(
+        default=None, description="inserted into DATABASE_URL when it has none (use *_FILE for a secret file)")
+    console_port: int = Field(default=6067, ge=0, le=65535, description="port `run` advertises for the console")
+    broker_watch_s: float = Field(default=5.0, gt=0, description="how often `run` checks its broker's topics")
+    broker_lost_exit_s: float = Field(default=120.0, gt=0,
+                                      description="exit 3 if the broker stays unreachable this long")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any, env_settings: Any,
+                                   dotenv_settings: Any, file_secret_settings: Any) -> tuple[Any, ...]:
+        return init_settings, env_settings, _FileSettings(settings_cls), dotenv_settings, file_secret_settings
+
     @model_validator(mode="after")
     def _production_secrets(self) -> Settings:
         if self.mode == "production":
@@ -129,7 +146,7 @@ class Settings(BaseSettings):
 
     def db_url(self) -> str:
         if self.database_url:
-            return self.database_url
+            return _with_password(self.database_url, self.database_password)
         return f"sqlite:///{(self.data_dir / 'anonstream.db').resolve()}"
 
     def bootstrap_servers(self) -> list[str]:
@@ -192,6 +209,39 @@ class Settings(BaseSettings):
                 value = json.dumps(list(value) if isinstance(value, tuple) else value)
             out[f"{ENV_PREFIX}{name.upper()}"] = str(value)
         return out
+
+
+class _FileSettings(PydanticBaseSettingsSource):
+    """``ANONSTREAM_<FIELD>_FILE=/run/secrets/x``: the field's value is that file's content, stripped
+    (Docker and Kubernetes secrets). A variable set directly wins over its ``_FILE`` form."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.settings_cls.model_fields:
+            var = f"{ENV_PREFIX}{name.upper()}_FILE"
+            path = os.environ.get(var)
+            if not path:
+                continue
+            try:
+                out[name] = Path(path).read_text().strip()
+            except OSError as exc:
+                raise ParamsError(f"{var}: cannot read {path} ({exc.strerror})", reason="invalid-setting") from None
+        return out
+
+
+def _with_password(url: str, password: SecretStr | None) -> str:
+    """``url`` with ``password`` filled in when the URL carries none."""
+    if password is None or not password.get_secret_value():
+        return url
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.password:
+        return url
+    return parsed.set(password=password.get_secret_value()).render_as_string(hide_password=False)
 
 
 def load_settings(**overrides: Any) -> Settings:

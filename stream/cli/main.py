@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 
@@ -26,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "push": ("stream.cli.stations", "validate a station's CSV/JSONL reports and push them"),
     "consume": ("stream.cli.stations", "write each complete release as CSV (analysts' example)"),
     "console": ("stream.cli.console", "serve the operator console (web)"),
-    "releases": ("stream.cli.console", "list, show or re-verify releases in the ledger"),
+    "releases": ("stream.cli.console", "list, show, re-verify, re-publish or export releases"),
     "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),
     "stations": ("stream.cli.registry", "register, list or remove the stations allowed to push"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
@@ -94,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from stream import logs
+
+    logs.setup(verbose=args.verbose)  # one format (ANONSTREAM_LOG_FORMAT=json), Kafka clients at WARNING
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -103,12 +103,20 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except AnonymizationError as exc:
+    except AnonymizationError as exc:  # exit codes: docs/operations.md (stream/locate.py)
         print(f"error: {exc.message}", file=sys.stderr)
-        return 2
+        return 3 if exc.reason == "service-unreachable" else 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a broker or database that went away mid-command: one line, exit 3
+        from stream.locate import unreachable_message
+
+        message = unreachable_message(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,8 +16,12 @@ RUN_HELP = """\
 Run one worker: consume crime reports, window them, release anonymized batches.
 
 With no broker configured (ANONSTREAM_BROKER_URL / --broker) the bundled broker is started on a
-free loopback port; with no database configured, SQLite under ./var/ is used. Migrations run first
-unless --no-migrate. All settings come from ANONSTREAM_* environment variables.
+free loopback port (`pip install 'anonstream[embedded]'`); with no database configured, SQLite under
+the data directory (ANONSTREAM_HOME, default ./var) is used. The instance is recorded in
+$ANONSTREAM_HOME/instance.json, so every other command finds its broker and database. Migrations run
+first unless --no-migrate; releases the broker lacks are re-published from the ledger. The web port
+serves /metrics (Prometheus) and /ready. Exit codes: 0 ok, 2 usage, 3 broker/database unreachable
+or lost. All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
 """
 
 DEMO_HELP = """\
@@ -39,20 +43,48 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet(args)
+    from core.errors import ParamsError
     from stream.app import run_worker
+    from stream.broker import free_port
+    from stream.locate import port_free, resolve
     from stream.runtime import embedded
 
-    settings = load_settings(**_overrides(args))
-    with embedded(settings, run_migrations=not args.no_migrate) as ready:
+    settings = resolve(load_settings(**_overrides(args)))  # flag > environment > the instance's state file
+    if settings.web_port == 0:
+        settings = settings.with_updates(web_port=free_port(settings.web_host))
+    elif not port_free(settings.web_host, settings.web_port):
+        raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
+                          "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
+    with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
+        _announce(ready)
         return run_worker(ready)
+
+
+def _announce(s: Settings) -> None:
+    """Where everything is, and what to try next (stdout; logs go to stderr)."""
+    from stream.locate import safe_url
+
+    home = s.data_dir.resolve()
+    embedded_note = f" (embedded, log {home / 'broker.log'})" if (home / "instance.json").exists() else ""
+    web = f"http://{s.web_host}:{s.web_port}"
+    print("\n".join([
+        f"anonstream run: worker on {web}/  (metrics {web}/metrics, readiness {web}/ready)",
+        f"  broker    {s.broker_url}{embedded_note}",
+        f"  database  {safe_url(s.db_url())}",
+        f"  console   anonstream console --port {s.console_port}  (then open http://127.0.0.1:{s.console_port}/)",
+        f"  home      {home}  (other commands find this instance from any directory with ANONSTREAM_HOME={home})",
+        "  next      anonstream push reports.csv --station S1    |    anonstream status"]), flush=True)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     _quiet(args)
     import migrations
+    from stream.locate import check_database, resolve
 
-    settings = load_settings(database_url=args.database)
+    settings = resolve(load_settings(database_url=args.database))
     url = settings.db_url()
+    if settings.database_url:
+        check_database(url)
     if args.check:
         migrations.check(url)
         print("migrations: schema matches the models")
@@ -178,7 +210,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     r = sub.add_parser("run", parents=[common], help="run a worker (embedded broker if none configured)",
                        description=RUN_HELP, formatter_class=fmt)
-    r.add_argument("--web-port", type=int, help="worker web port (default 6066)")
+    r.add_argument("--web-port", type=int, help="worker web port: /metrics, /ready (default 6066; 0 = a free port)")
     r.add_argument("--no-migrate", action="store_true", help="skip the migrations start-up step")
     r.set_defaults(func=cmd_run)
 
