@@ -134,6 +134,34 @@ class _StateCollector:
             yield mem
 
 
+class _LagCollector:
+    """Input lag of this worker's assigned partitions: high-water mark minus committed offset."""
+
+    def __init__(self, app: Any, topic: str) -> None:
+        self.app, self.topic = app, topic
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterable[Any]:
+        lag = GaugeMetricFamily("anonstream_consumer_lag", "Unread messages on the reports topic, per assigned "
+                                "partition (high-water mark minus committed offset)", labels=["partition"])
+        try:
+            consumer = self.app.consumer
+            committed = getattr(consumer, "_committed_offset", {})
+            for tp in list(consumer.assignment()):
+                if tp.topic != self.topic:
+                    continue
+                high = consumer.highwater(tp)
+                if high is None:
+                    continue
+                done = committed.get(tp)
+                lag.add_metric([str(tp.partition)], max(int(high) - int(done if done is not None else 0), 0))
+        except Exception as exc:  # not started yet, or rebalancing
+            log.debug("metrics: no consumer lag (%s)", type(exc).__name__)
+        yield lag
+
+
 def _rss(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as fh:
@@ -213,6 +241,7 @@ def install(app: Any, settings: Any, metrics: WorkerMetrics) -> None:
     async def live_view(self: Any, request: Any) -> Any:
         return self.json({"live": True, "pid": os.getpid()})
 
+    metrics.registry.register(_LagCollector(app, settings.topic_reports))
     app.page("/metrics")(metrics_view)
     app.page("/ready")(ready_view)
     app.page("/live")(live_view)

