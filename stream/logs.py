@@ -22,6 +22,9 @@ from typing import Any
 
 # Loggers of the client libraries: WARNING by default, never below INFO (their DEBUG logs payloads).
 CLIENT_LOGGERS = ("kafka", "aiokafka")
+# Libraries that log values at INFO/DEBUG (SQLAlchemy logs statement parameters, i.e. a pending
+# report's QI values, once its logger is enabled): WARNING always.
+VALUE_LOGGERS = ("sqlalchemy", "numba", "matplotlib", "PIL", "fontTools")
 # Chatty framework loggers: WARNING unless -v.
 FRAMEWORK_LOGGERS = ("faust", "mode", "alembic", "aiohttp.access", "urllib3")
 FIELDS = ("release_id", "window", "station")
@@ -85,5 +88,7 @@ def quiet(verbose: bool = False) -> None:
     """Client loggers at WARNING (INFO when asked), framework loggers at WARNING unless verbose."""
     for name in CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(client_level())
+    for name in VALUE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     for name in FRAMEWORK_LOGGERS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)

@@ -28,12 +28,13 @@ Example:
 
 def _service(args: argparse.Namespace, need_broker: bool = False) -> Any:
     from stream.console.service import ConsoleService
-    from stream.locate import resolve
+    from stream.locate import check_database, resolve
     from stream.settings import load_settings
 
     settings = resolve(load_settings(database_url=getattr(args, "database", None),  # flag > env > instance.json
                                      broker_url=getattr(args, "broker", None), spec=getattr(args, "spec", None)),
                        need_database=True, need_broker=need_broker)
+    check_database(settings.db_url())  # unreachable: one line, exit 3
     return ConsoleService(settings, broker_timeout_s=getattr(args, "broker_timeout", 8.0))
 
 
@@ -58,11 +59,12 @@ def _print_json(obj: Any) -> None:
 
 def cmd_console(args: argparse.Namespace) -> int:
     from stream.console import serve
-    from stream.locate import resolve
+    from stream.locate import check_database, resolve
     from stream.settings import load_settings
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker, spec=args.spec),
                        need_database=True)
+    check_database(settings.db_url())
     if settings.operator_token is None:
         print("console: no ANONSTREAM_OPERATOR_TOKEN set, controls are disabled (read-only)", flush=True)
     return serve(settings, host=args.host, port=args.port,
@@ -144,74 +146,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for f in res["failures"]:
             print(f"  - {f}")
         if not res["ok"]:
-            why = _missing_reason(svc, args.id, res)
+            from stream.cli.releases import missing_reason
+
+            why = missing_reason(svc, args.id, res)
             if why:
                 print(f"  why: {why}")
     return 0 if res["ok"] else 1
-
-
-def _missing_reason(svc: Any, release_id: str, res: dict[str, Any]) -> str | None:
-    """Why a release's records are missing from the topic, in words an operator can act on."""
-    found, expected = res.get("records_found", 0), res.get("records_expected", 0)
-    if found >= expected:
-        return None
-    d = svc.release(release_id) or {}
-    fix = f"`anonstream releases republish {release_id}` publishes it again from the ledger"
-    if d.get("state") != "published":
-        return (f"the release is {d.get('state')!r} in the ledger, not published yet: a running worker publishes "
-                f"it (or {fix})")
-    if found == 0:
-        return (f"it was published at {d.get('published_at')}, but the broker no longer holds it: the broker was "
-                f"restarted without its data (the embedded broker keeps topics in memory) or the topic's retention "
-                f"expired; {fix}")
-    return f"only {found} of {expected} records remain on the topic (retention or data loss); {fix}"
-
-
-def cmd_republish(args: argparse.Namespace) -> int:
-    from db import Database, ReleaseRepository
-    from stream.locate import check_broker, check_database, resolve
-    from stream.republish import publish_from_ledger
-    from stream.settings import load_settings
-
-    settings = resolve(load_settings(database_url=args.database, broker_url=args.broker), need_broker=True,
-                       need_database=True)
-    check_database(settings.db_url())
-    check_broker(settings)
-    repo = ReleaseRepository(Database(settings.db_url()))
-    ids = list(dict.fromkeys(args.ids))
-    for rid in ids:
-        if _state(repo, rid) is None:
-            raise InputDataError(f"no release {rid!r} in the ledger", reason="console")
-    publish_from_ledger(settings, repo, ids)
-    for rid in ids:
-        print(f"release {rid}: re-published to {settings.topic_anonymized} and {settings.topic_releases}")
-    return 0
-
-
-def _state(repo: Any, release_id: str) -> str | None:
-    from db.models import Release
-
-    with repo.db.read() as s:
-        rel = s.get(Release, release_id)
-        return None if rel is None else rel.state
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from db import Database, ReleaseRepository
-    from stream.locate import check_database, resolve
-    from stream.republish import export
-    from stream.settings import load_settings
-
-    settings = resolve(load_settings(database_url=args.database), need_database=True)
-    check_database(settings.db_url())
-    repo = ReleaseRepository(Database(settings.db_url()))
-    if _state(repo, args.id) is None:
-        raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
-    n = export(repo, args.id, Path(args.out))
-    print(f"release {args.id}: {n} records and its manifest written to {args.out} (JSON lines, manifest last)")
-    return 0
 
 
 def _age(s: float | None) -> str:
@@ -247,6 +187,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from stream.cli import releases
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--database", help="SQLAlchemy URL (default: ANONSTREAM_DATABASE_URL, else SQLite)")
     common.add_argument("--broker", help="kafka://host:port for lag and re-verification (ANONSTREAM_BROKER_URL)")
@@ -282,11 +223,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rep = rs.add_parser("republish", parents=[common],
                         help="publish releases again from the ledger (records, then manifest)")
     rep.add_argument("ids", nargs="+", metavar="ID")
-    rep.set_defaults(func=cmd_republish)
+    rep.set_defaults(func=releases.cmd_republish)
     exp = rs.add_parser("export", parents=[common], help="write a release from the ledger as JSON lines")
     exp.add_argument("id")
     exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
-    exp.set_defaults(func=cmd_export)
+    exp.set_defaults(func=releases.cmd_export)
 
     st = sub.add_parser("status", parents=[common], help="pool, DLQ, lag, windows and worker health in one screen")
     st.add_argument("--json", action="store_true", help="print JSON")

@@ -1,0 +1,159 @@
+"""Operations on the real broker and PostgreSQL: /metrics equals the ledger, /ready follows PostgreSQL,
+JSON logs carry no identifier or QI value (even with -v)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from stream.broker import free_port
+from stream.runtime import ROOT, spawn_worker, stop_process, wait_until
+from stream.simulate import bad_reports
+from tests.fixtures.services import PostgresServer
+from tests.stream.harness import Scenario
+from tests.stream.reports import day_of_reports
+
+pytestmark = [pytest.mark.broker, pytest.mark.postgres]
+
+
+def _get(url: str, timeout: float = 10.0) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+    except OSError:
+        return 0, b""
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def _total(samples: dict[Any, float], name: str, **labels: str) -> float:
+    return sum(v for (n, lab), v in samples.items()
+               if n == name and all(dict(lab).get(k) == want for k, want in labels.items()))
+
+
+@pytest.mark.slow
+def test_metrics_counters_equal_the_ledger_after_a_run(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    sc = Scenario(kafka, pg, tmp_path, release_processes=False)
+    port = free_port()
+    try:
+        sc.workers.append(spawn_worker(sc.settings.with_updates(web_port=port), tmp_path / "worker-0.log"))
+        reports = day_of_reports(2, 120, seed=3)
+        dupes = [(st, json.dumps(rs[0]).encode()) for st, rs in reports.items()]  # the same report again
+        bad = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])]
+        sc.push(reports, dupes + bad)
+        acc = sc.wait_settled(timeout=180)
+        assert acc["releases_published"] >= 2 and acc.get("dlq", 0) > 0 and acc.get("duplicate", 0) > 0
+
+        def scraped() -> dict[Any, float]:
+            status, body = _get(f"http://127.0.0.1:{port}/metrics")
+            assert status == 200
+            return _samples(body.decode())
+
+        # the last release is marked published a moment before the worker counts it
+        assert wait_until(lambda: _total(scraped(), "anonstream_releases_published_total")
+                          == acc["releases_published"], timeout=30)
+        m = scraped()
+        pool = sum(acc.get(k, 0) for k in ("pending", "released", "suppressed", "blocked"))
+        assert _total(m, "anonstream_reports_ingested_total") == pool
+        assert _total(m, "anonstream_reports_rejected_total") == acc["dlq"]
+        assert _total(m, "anonstream_dlq_sent_total") == acc["dlq"]
+        assert _total(m, "anonstream_reports_duplicates_total") == acc.get("duplicate", 0) + acc.get("correction", 0)
+        # the ledger's own gauges, read at scrape time, agree too
+        assert _total(m, "anonstream_releases", state="published") == acc["releases_published"]
+        assert _total(m, "anonstream_ledger_counted", kind="dlq") == acc["dlq"]
+        assert _total(m, "anonstream_ledger_reports", state="released") == acc["released"]
+        for stage in ("claim", "sample", "anonymize", "verify", "store", "publish"):
+            assert _total(m, "anonstream_release_stage_seconds_count", stage=stage) >= 1, stage
+        assert _total(m, "anonstream_last_release_k") >= sc.settings.k
+        assert 0 <= _total(m, "anonstream_last_release_information_loss") <= 1
+        status, body = _get(f"http://127.0.0.1:{port}/ready")
+        assert status == 200 and json.loads(body)["ready"] is True
+    finally:
+        sc.close()
+
+
+def _pg_stop(server: PostgresServer) -> None:
+    server._run(["pg_ctl", "-D", str(server.data), "-m", "fast", "-w", "stop"])
+
+
+def _pg_start(server: PostgresServer) -> None:
+    opts = f"-p {server.port} -k {server.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+    server._run(["pg_ctl", "-D", str(server.data), "-o", opts, "-l", str(server.root / "log"), "-w", "start"])
+
+
+@pytest.mark.slow
+def test_readiness_follows_postgresql(kafka, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    own = PostgresServer()  # its own cluster: stopping it disturbs no other test
+    sc = None
+    try:
+        sc = Scenario(kafka, own, tmp_path, release_processes=False)
+        port = free_port()
+        sc.workers.append(spawn_worker(sc.settings.with_updates(web_port=port), tmp_path / "worker-0.log"))
+        ready = f"http://127.0.0.1:{port}/ready"
+        assert wait_until(lambda: _get(ready)[0] == 200, timeout=90), sc.logs()[-2000:]
+        sc.db.dispose()
+        _pg_stop(own)
+        assert wait_until(lambda: _get(ready)[0] == 503, timeout=60), sc.logs()[-2000:]
+        state = json.loads(_get(ready)[1])
+        assert state["ready"] is False and state["broker"] == "ok" and "database" in state["database"]
+        assert _get(f"http://127.0.0.1:{port}/metrics")[0] == 200  # metrics still answer
+        _pg_start(own)
+        assert wait_until(lambda: _get(ready)[0] == 200, timeout=60), sc.logs()[-2000:]
+        assert sc.workers[0].poll() is None
+    finally:
+        if sc is not None:
+            sc.close()
+        own.stop()
+
+
+@pytest.mark.slow
+def test_json_logs_parse_and_carry_no_identifier_or_qi_value(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """-v (debug) included: the Kafka clients stay at WARNING, SQLAlchemy never logs parameters."""
+    sc = Scenario(kafka, pg, tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
+    env.update(sc.settings.with_updates(web_port=free_port(), log_format="json").env())
+    env["PYTHONPATH"] = str(ROOT)
+    err = (tmp_path / "worker.err").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "-v", "run", "--no-migrate"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+    err.close()
+    try:
+        reports = day_of_reports(2, 100, seed=11)
+        bad = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])]
+        sc.push(reports, bad)
+        sc.workers.append(proc)
+        sc.wait_settled(timeout=180)
+    finally:
+        stop_process(proc)
+        sc.close()
+    lines = (tmp_path / "worker.err").read_text().splitlines()
+    assert len(lines) > 5
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    assert any(r.get("release_id") for r in records)
+    assert not any(r["logger"].startswith(("kafka", "aiokafka")) and r["level"] in ("DEBUG", "INFO")
+                   for r in records)
+    text = "\n".join(lines)
+    secrets = set()
+    for rows in reports.values():
+        for r in rows:
+            secrets |= {str(r["report_id"]), str(r["name"]), str(r["dob"])}
+            secrets |= {str(r["suburb"]), str(r["offence"])} - {""}
+    leaked = sorted(s for s in secrets if s and s in text)
+    assert not leaked, leaked[:10]
