@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.errors import AnonymizationError
+from core.errors import AnonymizationError, ParamsError
 from stream.settings import Settings
 
 STATE_FILE = "instance.json"
@@ -99,11 +99,12 @@ def resolve(settings: Settings, need_broker: bool = False, need_database: bool =
     if not settings.database_url and state and state.get("database_url"):
         updates["database_url"] = state["database_url"]
     resolved = settings.with_updates(**updates) if updates else settings
-    if need_broker and not resolved.broker_url:
-        raise ServiceUnreachable(
-            f"no broker: pass --broker kafka://host:port, set ANONSTREAM_BROKER_URL, or start `anonstream run` "
+    if need_broker and not resolved.broker_url:  # nothing configured: a usage error (2), not an outage
+        raise ParamsError(
+            "no broker configured: pass --broker kafka://host:port, set ANONSTREAM_BROKER_URL, or start "
+            "`anonstream run` "
             f"(its data directory {settings.data_dir.resolve()} has no running instance; set ANONSTREAM_HOME to "
-            "the one `run` uses)")
+            "the one `run` uses)", reason="missing-setting")
     if need_database and not resolved.database_url:
         db_file = resolved.data_dir.resolve() / "anonstream.db"
         if not db_file.exists():

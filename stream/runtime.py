@@ -76,12 +76,14 @@ def embedded(settings: Settings, run_migrations: bool = True, watch: bool = Fals
             remove_state(settings)
 
 
-def broker_settings(settings: Settings) -> Settings:
-    """Settings with a reachable broker: flag, environment, else the embedded broker ``run`` started."""
+def broker_settings(settings: Settings, check: bool = True) -> Settings:
+    """Settings with a broker: flag, environment, else the embedded broker ``run`` started; ``check``:
+    a broker that does not accept connections is :class:`~stream.locate.ServiceUnreachable` (exit 3)."""
     from stream.locate import check_broker, resolve
 
     settings = resolve(settings, need_broker=True)
-    check_broker(settings)
+    if check:
+        check_broker(settings)
     return settings
 
 

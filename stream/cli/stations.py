@@ -45,12 +45,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     _quiet(args)
     from stream.io.specs import load_schema
     from stream.io.tables import read_table
+    from stream.locate import check_broker
     from stream.producer import make_producer, push_reports
 
-    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec))
+    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec), check=False)
     schema = load_schema(settings.spec)
     frame = read_table(args.input)
     rows = frame.to_dict("records")
+    check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     producer = make_producer(settings.bootstrap_servers())
     try:
         result = push_reports(rows, schema, producer, args.topic or settings.topic_reports, args.station,
