@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +65,29 @@ class TextFormatter(logging.Formatter):
         return line
 
 
+class ClientRepeatFilter(logging.Filter):
+    """The Kafka clients log every failed connection attempt (several lines per retry): one line per
+    kind of message per ``interval`` seconds, the next one saying how many were held back."""
+
+    def __init__(self, interval: float = 60.0) -> None:
+        super().__init__()
+        self.interval = interval
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(CLIENT_LOGGERS):
+            return True
+        key = (record.name, re.sub(r"[\d.]+", "#", str(record.msg))[:120])
+        last, held = self._seen.get(key, (0.0, 0))
+        if record.created - last < self.interval:
+            self._seen[key] = (last, held + 1)
+            return False
+        self._seen[key] = (record.created, 0)
+        if held:
+            record.msg = f"{record.msg} ({held} similar line(s) held back)"
+        return True
+
+
 def client_level(requested: str | None = None) -> int:
     """Level of the Kafka client loggers: WARNING, or INFO when asked; never DEBUG (payloads)."""
     name = (requested or os.environ.get("ANONSTREAM_CLIENT_LOG_LEVEL") or "warning").upper()
@@ -76,6 +100,7 @@ def setup(verbose: bool = False, fmt: str | None = None, level: int | None = Non
     fmt = (fmt or os.environ.get("ANONSTREAM_LOG_FORMAT") or "text").lower()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.addFilter(ClientRepeatFilter())
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
