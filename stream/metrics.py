@@ -86,7 +86,8 @@ class WorkerMetrics:
         for stage, seconds in parts.items():
             if isinstance(seconds, int | float):
                 self.stage.labels(stage).observe(seconds)
-        if release_seconds is not None:  # the rest of the release call: the ledger write (and process hand-off)
+        if release_seconds is not None:  # the rest of the release call: the ledger write, the hand-off from
+            # the release process and any wait for a free one (a fresh process's first release: its warm-up)
             computed = sum(v for v in parts.values() if isinstance(v, int | float))
             self.stage.labels("store").observe(max(release_seconds - computed, 0.0))
         if isinstance(m.get("k"), int):
