@@ -65,6 +65,7 @@ class IncomingReport:
     window_key: str
     event_time: datetime
     data: dict[str, Any]
+    content_fp: str | None = None  # keyed fingerprint of the content (survives re-keying)
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,8 @@ class PoolRepository:
             router.advance(r.window_key, r.event_time)
             rows.append({"fingerprint": r.fingerprint, "person_fp": r.person_fp, "content_hash": r.content_hash,
                          "station_id": r.station_id, "window_key": r.window_key, "window_id": w.id,
-                         "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data})
+                         "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data,
+                         "content_fp": r.content_fp})
         for r, _kind in dup_kind:
             router.tally_duplicate(r.window_key)
         router.save_watermarks()

@@ -14,7 +14,9 @@ Tables:
 * ``releases`` (+ ``release_records``): each release with its manifest and its records exactly as
   published, so a stored but unpublished release is re-published as stored.
 * ``released_fingerprints``: one row per released report (primary key: the fingerprint), the ledger
-  that blocks re-release; ``person_fp`` serves the ``person`` linking guard.
+  that blocks re-release; ``content_fp`` (keyed content fingerprint, survives re-keying) serves the
+  ``content`` linking guard and ``person_fp`` the ``person`` guard. Batch runs given a ledger
+  (``anonymize --ledger``) record their releases here too, under a ``batch:`` window.
 * ``watermarks``: highest event time seen per window key.
 * ``counters`` / ``dlq_events``: DLQ counts and reasons, duplicates and corrections per station.
 * ``station_controls``: per-station pause flag (operator console).
@@ -112,6 +114,7 @@ class PendingReport(Base):
     fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
     person_fp: Mapped[str | None] = mapped_column(String(64), index=True)
     content_hash: Mapped[str] = mapped_column(String(64))
+    content_fp: Mapped[str | None] = mapped_column(String(64))
     station_id: Mapped[str] = mapped_column(String(120), index=True)
     window_key: Mapped[str] = mapped_column(String(120))
     window_id: Mapped[str] = mapped_column(ForeignKey("windows.id"), index=True)
@@ -168,6 +171,7 @@ class ReleasedFingerprint(Base):
     fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
     release_id: Mapped[str] = mapped_column(ForeignKey("releases.id"), index=True)
     person_fp: Mapped[str | None] = mapped_column(String(64), index=True)
+    content_fp: Mapped[str | None] = mapped_column(String(64), index=True)
     released_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy.orm import Session
 
 from db.bulk import bulk_insert, update_where_ids, values_present
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
@@ -38,6 +39,7 @@ class Candidate:
     station_id: str
     window_id: str
     data: dict[str, Any]
+    content_fp: str | None = None
 
 
 @dataclass
@@ -65,6 +67,16 @@ class StoredRelease:
     suppressed_ids: list[int] = field(default_factory=list)
     blocked_ids: list[int] = field(default_factory=list)
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
+    content_fps: list[str | None] = field(default_factory=list)  # aligned with ``fingerprints`` (or empty)
+    blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)  # (station, guard rule) -> reports
+
+
+def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime) -> None:
+    """Add reports the linking guard blocked to the ``link-guard`` counters (per station and rule)."""
+    from db.ledger import _bump
+
+    for (station, rule), n in sorted(blocked_by.items()):
+        _bump(s, station, "link-guard", rule, n, now)
 
 
 class ReleaseRepository:
@@ -99,7 +111,7 @@ class ReleaseRepository:
         p = PendingReport
         with self.db.read() as s:
             rows = s.execute(
-                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data)
+                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp)
                 .join(Window, p.window_id == Window.id)
                 .where(p.window_key == window.key, p.state == "pending",
                        or_(p.window_id == window.id, Window.state.in_(("carried", "released", "empty"))))
@@ -110,16 +122,24 @@ class ReleaseRepository:
         with self.db.read() as s:
             return values_present(s, ReleasedFingerprint.person_fp, person_fps)
 
+    def released_contents(self, content_fps: list[str]) -> set[str]:
+        with self.db.read() as s:
+            return values_present(s, ReleasedFingerprint.content_fp, content_fps)
+
     def released_reports(self, fingerprints: list[str]) -> set[str]:
         with self.db.read() as s:
             return values_present(s, ReleasedFingerprint.fingerprint, fingerprints)
 
     def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
-                      blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]
+                      blocked_ids: list[int] = (),  # type: ignore[assignment]
+                      blocked_by: dict[tuple[str, str], int] | None = None) -> None:
         """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``."""
         with self.db.unit() as s:
             pending = PendingReport.__table__
-            update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending", {"state": "blocked"})
+            changed = update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending",
+                                       {"state": "blocked"})
+            if changed == len(blocked_ids):
+                count_blocked(s, blocked_by or {}, now)
             s.execute(update(Window).where(Window.id == window_id)
                       .values(state=state, hold_reason=reason, closed_at=now))
             if state == "held":
@@ -142,9 +162,10 @@ class ReleaseRepository:
                 checksum=rel.checksum, manifest=rel.manifest, state="stored", publish_claimed_by=worker,
                 publish_claimed_at=now, created_at=now, publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
+            contents = rel.content_fps or [None] * len(rel.fingerprints)
             bulk_insert(s, ReleasedFingerprint.__table__, [
-                {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "released_at": now}
-                for fp, pfp in rel.fingerprints])
+                {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "content_fp": cfp, "released_at": now}
+                for (fp, pfp), cfp in zip(rel.fingerprints, contents, strict=True)])
             pending = PendingReport.__table__
             for ids, state in ((rel.released_ids, "released"), (rel.suppressed_ids, "suppressed"),
                                (rel.blocked_ids, "blocked")):
@@ -152,6 +173,7 @@ class ReleaseRepository:
                                            {"state": state, "release_id": rel.id})
                 if changed != len(ids):
                     raise ReleaseConflict(f"{len(ids) - changed} report(s) left the pool meanwhile")
+            count_blocked(s, rel.blocked_by, now)
             s.execute(update(Window).where(Window.id == rel.window_id)
                       .values(state="released", release_id=rel.id, closed_at=now))
             s.add(AuditEntry(at=now, actor=worker, action="release-stored", subject=rel.id,

@@ -39,6 +39,23 @@ def person_fingerprint(key: bytes, values: list[str]) -> str | None:
     return hmac.digest(key, ("person\x1f" + "\x1f".join(norm)).encode(), "sha256").hex()
 
 
+def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, str]]) -> str:
+    """Keyed HMAC of a report's content, independent of its station and report id (survives re-keying).
+
+    With person-level values (e.g. name, dob) present, the person plus the ``event_time`` field
+    identify the incident, so a corrected QI or offence still matches; otherwise the given
+    ``fields`` (name, value) do. Values are whitespace-normalised and case-folded.
+    """
+    norm = [" ".join(str(v).split()).casefold() for v in person]
+    if any(norm):
+        when = dict(fields).get("event_time", "")
+        text = "person-content\x1f" + "\x1f".join(norm) + "\x1e" + when
+    else:
+        text = "content\x1f" + "\x1f".join(f"{n}\x1e{' '.join(str(v).split()).casefold()}"
+                                            for n, v in sorted(fields))
+    return hmac.digest(key, text.encode(), "sha256").hex()
+
+
 def content_hash(data: dict[str, Any]) -> str:
     text = "\x1f".join(f"{k}\x1e{data[k]}" for k in sorted(data))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -37,7 +37,7 @@ from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
-from stream.sampling import draw, release_id, sample_size, window_seed
+from stream.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
 from stream.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -173,28 +173,48 @@ class Orchestrator:
         self._finish(window, "held", "kept conflicting with concurrent releases", now)
         return None
 
-    def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int]]:
+    def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int], dict[tuple[str, str], int]]:
+        """Apply the linking guard: (eligible candidates, blocked pool ids, blocked per (station, rule)).
+
+        ``report``: the report fingerprint was released; ``content``: also the content fingerprint was
+        released, or an earlier candidate of this window has it (one copy is kept); ``person``: also the
+        person was released. See docs/privacy.md for what each rule stops.
+        """
         guard = self.settings.link_guard
         if guard == "off" or not cands:
-            return cands, []
+            return cands, [], {}
         seen = self.repo.released_reports([c.fingerprint for c in cands])
+        contents: set[str] = set()
         persons: set[str] = set()
+        if guard in ("content", "person"):
+            contents = self.repo.released_contents(sorted({c.content_fp for c in cands if c.content_fp}))
         if guard == "person":
             persons = self.repo.released_persons(sorted({c.person_fp for c in cands if c.person_fp}))
         ok, blocked = [], []
+        by: dict[tuple[str, str], int] = {}
         for c in cands:
-            if c.fingerprint in seen or (c.person_fp is not None and c.person_fp in persons):
-                blocked.append(c.pool_id)
-            else:
+            rule = None
+            if c.fingerprint in seen:
+                rule = "report"
+            elif guard != "report" and c.content_fp is not None and c.content_fp in contents:
+                rule = "content"
+            elif c.person_fp is not None and c.person_fp in persons:
+                rule = "person"
+            if rule is None:
                 ok.append(c)
-        return ok, blocked
+                if guard != "report" and c.content_fp is not None:
+                    contents.add(c.content_fp)  # a second copy in this window is blocked too
+            else:
+                blocked.append(c.pool_id)
+                by[(c.station_id, rule)] = by.get((c.station_id, rule), 0) + 1
+        return ok, blocked, by
 
     def _release(self, window: Window, now: datetime, on_verified: Callable[[], None] | None = None) -> str | None:
         s = self.settings
         t0 = time.perf_counter()
         cands = self.repo.candidates(window)
         timings = {"candidates_s": time.perf_counter() - t0}  # per call: windows may close concurrently
-        eligible, blocked = self._eligible(cands)
+        eligible, blocked, blocked_by = self._eligible(cands)
         if not eligible:
             self._finish(window, "empty" if not cands else "carried", None, now)
             return None
@@ -236,7 +256,7 @@ class Orchestrator:
             on_verified()
         rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "")
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
-                           risk)
+                           blocked_by, risk)
 
     def _hold(self, window: Window, reason: str, now: datetime) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason)
@@ -252,24 +272,24 @@ class Orchestrator:
 
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
-               now: datetime, timings: dict[str, float], risk: dict[str, Any] | None = None) -> str:
+               now: datetime, timings: dict[str, float], blocked_by: dict[tuple[str, str], int],
+               risk: dict[str, Any] | None = None) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
         out = rows_df.reindex(columns=self.columns[1:]).astype(object)
         class_ids = np.asarray(release.class_ids).astype(np.int64)
         rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
                                                        strict=True)]
-        # Publish in a random order (seeded by the release): input order would leak arrival order, and for
-        # heterogeneous releases the true matches (ILS paper, section 1).
-        order = np.random.default_rng([seed, 2]).permutation(len(rows))
-        rows = clean_json([rows[i] for i in order])
+        rows = clean_json(publish_order(rows, order_seed(self.settings.key_bytes(), rid), lead=1))
         released_ids = [int(i) for i in rows_df.index]
         suppressed_ids = [int(i) for i in release.suppressed]
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
         counts = {"received": len(cands), "released": len(released_ids), "suppressed": len(suppressed_ids),
                   "held_back": len(eligible) - len(sample), "blocked": len(blocked),
-                  "duplicates": int(window.duplicates or 0)}
+                  "duplicates": int(window.duplicates or 0),
+                  **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule)
+                     for rule in ("report", "content", "person")}}
         first, last = event_span(self.db, released_ids)
         k_ach = int(report.k)
         l_ach = report.l_distinct
@@ -296,7 +316,8 @@ class Orchestrator:
             verification=clean_json(report.as_dict()), counts=counts, checksum=manifest["checksum"],
             manifest=manifest, columns=self.columns, rows=rows, released_ids=released_ids,
             suppressed_ids=suppressed_ids, blocked_ids=blocked,
-            fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids])
+            fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
+            content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by)
         t3 = time.perf_counter()
         if self.repo.store(stored, self.worker, now) and self.keep_encoded:
             with self._encoded_lock:

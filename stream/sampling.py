@@ -6,19 +6,30 @@
   same id, and storing it twice is a no-op.
 * Sampling draws from the pending pool only (released history never enters the pool of candidates),
   without replacement; unsampled reports stay pending for the next window of their key.
-* Linking guard (``off | report | person``): ``report`` excludes any candidate whose report
-  fingerprint is already in the released ledger (defence in depth; the pool itself deduplicates);
-  ``person`` also excludes candidates whose person fingerprint (keyed hash of the configured identifier
-  columns) was released before, so a person appears in at most one release; excluded reports are
-  marked ``blocked`` and counted in the manifest. ``off`` skips the history look-ups (the pool's
-  unique fingerprints and the ledger's primary key still forbid releasing a report twice).
+* Linking guard (``off | report | content | person``, default ``content``): ``report`` excludes any
+  candidate whose report fingerprint (station + report id) is already in the released ledger;
+  ``content`` also excludes candidates whose keyed content fingerprint was released before (or
+  appears earlier in the same window), whatever station or report id they arrive under; ``person``
+  also excludes candidates whose person fingerprint (keyed hash of the configured identifier
+  columns) was released before, so a person appears in at most one release. Excluded reports are
+  marked ``blocked`` and counted per rule in the manifest (``blocked_report`` ...) and in the
+  ``link-guard`` counters shown by ``anonstream status``. ``off`` skips the history look-ups (the
+  pool's unique fingerprints and the ledger's primary key still forbid releasing a report twice).
+  docs/privacy.md has the attack each rule stops.
+* Publication order: released rows are sorted canonically (by their published values, so the order
+  no longer depends on the input's) and then permuted with a private seed (:func:`order_seed`, keyed
+  with the fingerprint key and never published): anyone who knows the input order (by report number
+  or time) learns nothing about which released row is whose, and for heterogeneous releases (ILS) the
+  true matching stays hidden.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
+import json
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,3 +62,20 @@ def draw(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
     if size >= n:
         return np.arange(n)
     return np.sort(rng.choice(n, size=size, replace=False))
+
+
+def order_seed(key: bytes, release_id: str) -> int:
+    """The private seed of a release's publication order: keyed, so the published seed reveals nothing."""
+    return int.from_bytes(hmac.digest(key, f"order\x1f{release_id}".encode(), "sha256")[:8], "big") >> 1
+
+
+def publish_order(rows: list[list[Any]], seed: int, lead: int = 0) -> list[list[Any]]:
+    """``rows`` in canonical order (by their JSON text) permuted by ``seed``: independent of input order.
+
+    The first ``lead`` values of a row (e.g. an engine's class id, whose numbering may follow the
+    input) only break ties in the canonical order.
+    """
+    keyed = sorted((json.dumps([*r[lead:], *r[:lead]], default=str), i) for i, r in enumerate(rows))
+    canonical = [rows[i] for _, i in keyed]
+    perm = np.random.default_rng([seed, 2]).permutation(len(canonical))
+    return [canonical[i] for i in perm]

@@ -95,7 +95,7 @@ class WorkerService:
         s = self.settings
         now = datetime.now(UTC)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
-                                        s.link_guard != "off", now)
+                                        s.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
         result = await self._persist(accepted, batch.rejections, now)
         for i, reason, message in result.refused:

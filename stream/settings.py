@@ -100,8 +100,14 @@ class Settings(BaseSettings):
                                    "passed to engines that enforce it, always verified")
     risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "
                                   "counted in the manifest and warned about")
-    link_guard: Literal["off", "report", "person"] = "report"
+    link_guard: Literal["off", "report", "content", "person"] = Field(
+        default="content", description="history rule: report (station + report id), content (also the "
+        "keyed content fingerprint, whatever station or report id a report arrives under), person (also "
+        "any report of an already released person); see docs/privacy.md")
     person_columns: tuple[str, ...] = ("name", "dob")
+    content_columns: tuple[str, ...] = Field(
+        default=(), description="columns of the content fingerprint when a report has no person columns; "
+        "empty = event time, every QI and the sensitive value")
 
     # --- secrets -----------------------------------------------------------------------------------
     fingerprint_key: SecretStr | None = None

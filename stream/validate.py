@@ -40,7 +40,7 @@ from stream.guards import (
     plausible_time,
     valid_station_id,
 )
-from stream.records import content_hash, dead_letter, fingerprint, person_fingerprint
+from stream.records import content_fingerprint, content_hash, dead_letter, fingerprint, person_fingerprint
 
 
 @dataclass(frozen=True)
@@ -171,13 +171,23 @@ class ReportValidator:
         return Clean(str(obj[self.id_col]).strip(), station, utc, data, person)
 
 
-def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool) -> IncomingReport:
-    """Drop identifiers: keep the used columns, the keyed report fingerprint and (optionally) the person's."""
+def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
+                content_columns: tuple[str, ...] = ()) -> IncomingReport:
+    """Drop identifiers: keep the used columns, the keyed report fingerprint, the keyed content
+    fingerprint (see :func:`stream.records.content_fingerprint`) and (optionally) the person's."""
     return IncomingReport(
         fingerprint=fingerprint(key, clean.station_id, clean.report_id),
         person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
         content_hash=content_hash({"t": clean.event_time.isoformat(), **clean.data}),
-        station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data)
+        station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data,
+        content_fp=content_fingerprint(key, clean.person, content_fields(clean, content_columns)))
+
+
+def content_fields(clean: Clean, columns: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """The (name, value) pairs of the content fingerprint: the event time plus ``columns`` of the
+    report's used columns (all of them, i.e. the QIs and the sensitive value, when empty)."""
+    names = [c for c in (columns or tuple(clean.data)) if c in clean.data]
+    return [("event_time", clean.event_time.isoformat()), *((c, clean.data[c]) for c in names)]
 
 
 @dataclass
@@ -191,14 +201,16 @@ class Screened:
 
 
 def screen_batch(validator: ReportValidator, values: list[bytes | str | None], key: bytes,
-                 window_key_for: Callable[[str], str], person_guard: bool, now: datetime) -> Screened:
+                 window_key_for: Callable[[str], str], person_guard: bool, now: datetime,
+                 content_columns: tuple[str, ...] = ()) -> Screened:
     """Validate a batch and drop identifiers; never raises (``internal-error`` is the last resort)."""
     out = Screened([], [], [], [])
     for raw in values:
         res = validator.screen(raw, now)
         if not isinstance(res, Rejected):
             try:
-                out.accepted.append(to_incoming(res, key, window_key_for(res.station_id), person_guard))
+                out.accepted.append(to_incoming(res, key, window_key_for(res.station_id), person_guard,
+                                                 content_columns))
                 out.raws.append(raw)
                 continue
             except Exception as exc:

@@ -173,7 +173,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"pool      {pool['pending_total']} pending; oldest {_age(pool['oldest_pending_age_s'])}")
     for r in pool["stations"]:
         print(f"          {r['station']:12} pending {r['pending']:>6}  oldest {_age(r['oldest_pending_age_s']):>6}  "
-              f"released {r['released']:>7}  suppressed {r['suppressed']:>5}{'  PAUSED' if r.get('paused') else ''}")
+              f"released {r['released']:>7}  suppressed {r['suppressed']:>5}  blocked {r.get('blocked', 0):>5}"
+              f"{'  PAUSED' if r.get('paused') else ''}")
+    print(_linking_line(h))
     print(f"dlq       {dlq['total']} rejected: " + (", ".join(f"{k} {v}" for k, v in dlq["by_reason"].items()) or "-"))
     if lag.get("error"):
         print(f"lag       unavailable: {lag['error']}")
@@ -184,6 +186,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     for w in ws["held"]:
         print(f"          HELD {w['id']}: {w['reason']}")
     return 0
+
+
+def _linking_line(h: dict[str, Any]) -> str:
+    """Reports the linking guard blocked, per rule (report id, content fingerprint, person)."""
+    by: dict[str, int] = {}
+    for c in h.get("duplicates") or []:
+        if c.get("kind") == "link-guard":
+            by[c["reason"]] = by.get(c["reason"], 0) + int(c["count"])
+    text = ", ".join(f"{rule} {n}" for rule, n in sorted(by.items())) or "none"
+    return f"linking   blocked (already released): {text}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
