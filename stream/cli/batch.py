@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.engines.registry import engine_names
+from stream.cli import batch_history
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +32,8 @@ Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines'), e.g
 re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param avg_risk=0.05;
 engines that cannot guarantee them refuse. The report carries the release's risk profile
 (privacy.risk, docs/risk.md).
-Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
+
+{history}Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
 """
 
 
@@ -62,6 +64,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         name, _, raw = item.partition("=")
         values[name.strip().replace("-", "_")] = _value(raw)
     params = make_params(engine, values)
+    history = batch_history.history_before(args, schema, frame)
+    frame = batch_history.without_released(frame, history)
     batch = encode(frame, schema)
     warm_s = warm_up(engine, batch, params)  # load or compile kernels before the engine's clock starts
     started = time.perf_counter()
@@ -70,10 +74,15 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     report = verify_release(frame, release, schema)
     risk = batch_risk(schema, frame, release, args.threshold)
     out_cols = [c for c in release.rows.columns]
+    published, order = batch_history.publication(args, release, out_cols, history)
+    recorded = batch_history.record(args, history, release, report, published, out_cols)  # before --out
     if args.out:
-        release.rows[out_cols].to_csv(args.out, index=False)
+        published.to_csv(args.out, index=False)
     summary = release.summary()
     summary["privacy"] = {**summary["privacy"], "risk": risk}
+    summary.update(order)
+    if recorded is not None:
+        summary["ledger"] = recorded
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),
                     "total_s": round(time.perf_counter() - t0, 4),
                     "input": str(args.input), "rows": len(frame), "verification": report.as_dict()})
@@ -116,7 +125,8 @@ def _jsonable(obj: object) -> object:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("anonymize", help="anonymize a CSV file with one engine",
-                       description=ANONYMIZE_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=ANONYMIZE_HELP.replace("{history}", batch_history.HELP),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="input CSV or .jsonl file")
     p.add_argument("--spec", required=True, help="spec file or bundled spec name")
     p.add_argument("--engine", default="optimal", help=f"one of: {', '.join(engine_names())}")
@@ -131,4 +141,5 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,
                    help=f"prosecutor risk above which a record counts as at risk (default {DEFAULT_THRESHOLD})")
+    batch_history.add_arguments(p)
     p.set_defaults(func=cmd_anonymize)
