@@ -69,6 +69,7 @@ class StoredRelease:
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
     content_fps: list[str | None] = field(default_factory=list)  # aligned with ``fingerprints`` (or empty)
     blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)  # (station, guard rule) -> reports
+    unique_content: bool = False  # refuse the release if any of its content fingerprints was released meanwhile
 
 
 def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime) -> None:
@@ -163,6 +164,11 @@ class ReleaseRepository:
                 publish_claimed_at=now, created_at=now, publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
             contents = rel.content_fps or [None] * len(rel.fingerprints)
+            if rel.unique_content:  # re-release of released content is refused (docs/privacy.md, composition)
+                again = values_present(s, ReleasedFingerprint.content_fp, [c for c in contents if c])
+                if again:
+                    raise ReleaseConflict(f"{len(again)} report(s) whose content was released meanwhile "
+                                          "(a re-release is refused)")
             bulk_insert(s, ReleasedFingerprint.__table__, [
                 {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "content_fp": cfp, "released_at": now}
                 for (fp, pfp), cfp in zip(rel.fingerprints, contents, strict=True)])

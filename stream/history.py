@@ -25,10 +25,11 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
 
 from core.encoding import Schema
-from core.errors import ParamsError
-from db import Database, ReleaseRepository, StoredRelease
+from core.errors import AnonymizationError, ParamsError
+from db import Database, ReleaseConflict, ReleaseRepository, StoredRelease
 from db.models import Window
 from stream.records import (
     checksum_encoded,
@@ -202,12 +203,18 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
         verification=clean_json(report.as_dict()), counts=counts, checksum=manifest["checksum"],
         manifest=manifest, columns=columns, rows=clean_json(rows),
         fingerprints=[(str(hist.report[i]), hist.person[i]) for i in released],
-        content_fps=[str(hist.content[i]) for i in released], blocked_by=dict(hist.blocked_by))
-    with db.unit() as s:  # the release's window: a closed batch window (never picked up by a worker)
-        s.execute(insert(Window).values(id=window_id, key=f"batch:{name}", start=now, end=now, seq=0,
-                                        state="released", close_reason="batch", count=len(hist.report),
-                                        duplicates=0, last_input_at=now, closed_at=now, created_at=now))
+        content_fps=[str(hist.content[i]) for i in released], blocked_by=dict(hist.blocked_by),
+        unique_content=hist.settings is not None and hist.settings.link_guard in ("content", "person"))
     repo = ReleaseRepository(db)
-    repo.store(stored, ACTOR, now)
+    try:
+        with db.unit() as s:  # the release's window: a closed batch window (never picked up by a worker)
+            s.execute(insert(Window).values(id=window_id, key=f"batch:{name}", start=now, end=now, seq=0,
+                                            state="released", close_reason="batch", count=len(hist.report),
+                                            duplicates=0, last_input_at=now, closed_at=now, created_at=now))
+        repo.store(stored, ACTOR, now)
+    except (ReleaseConflict, IntegrityError) as exc:  # another run or window released some of it meanwhile
+        text = str(exc) if isinstance(exc, ReleaseConflict) else "a report was released meanwhile"
+        raise AnonymizationError(f"ledger: {text}; nothing was written, run again",
+                                 reason="ledger-conflict") from None
     repo.mark_published(rid, ACTOR, now)  # written to the --out file; no worker publishes it
     return rid

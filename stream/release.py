@@ -317,7 +317,8 @@ class Orchestrator:
             manifest=manifest, columns=self.columns, rows=rows, released_ids=released_ids,
             suppressed_ids=suppressed_ids, blocked_ids=blocked,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
-            content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by)
+            content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
+            unique_content=self.settings.link_guard in ("content", "person"))
         t3 = time.perf_counter()
         if self.repo.store(stored, self.worker, now) and self.keep_encoded:
             with self._encoded_lock:

@@ -99,3 +99,39 @@ def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # ty
         released_content = list(s.execute(select(ReleasedFingerprint.content_fp)).scalars())
     assert len(released_content) - len(set(released_content)) == 30
     db.dispose()
+
+
+def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A window that passed the guard before another window holding the same content was stored: its
+    store is refused (ReleaseConflict, so the orchestrator recomputes), and the recompute blocks the copies."""
+    from db import ReleaseConflict, StoredRelease
+
+    url = pg.create_database("refuse")
+    migrations.upgrade(url)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
+                        idle_timeout_s=1.0)
+    db = Database(url)
+    pool = PoolRepository(db, window_policy(settings))
+    orch = Orchestrator(settings, db, load_schema(settings.spec), "refuse-test")
+    original = day_of_reports(1, 60, seed=8)["S1"]
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    _ingest(settings, pool, original + _rekeyed(original[:10], "S2"), now)
+    claimed = {w.key: w for w in (orch.claim(wid, "due", now) for wid, _ in orch.due(now + timedelta(minutes=5)))
+               if w is not None}
+    early = orch.repo.candidates(claimed["station:S2"])  # S2 looked before S1 was stored: all pass
+    assert len(orch._eligible(early)[0]) == 10
+    assert orch.release_window(claimed["station:S1"], now)
+    late = StoredRelease(
+        id="r-late", window_id=claimed["station:S2"].id, window_key="station:S2", stations=["S2"], engine="x",
+        params={}, seed=0, k_achieved=5, l_achieved=None, information_loss=None, metrics={}, verification={},
+        counts={"received": 10, "released": 10, "suppressed": 0, "held_back": 0}, checksum="", manifest={},
+        columns=[], rows=[], released_ids=[c.pool_id for c in early],
+        fingerprints=[(c.fingerprint, c.person_fp) for c in early], content_fps=[c.content_fp for c in early],
+        unique_content=True)
+    with pytest.raises(ReleaseConflict, match="content was released meanwhile"):
+        orch.repo.store(late, "refuse-test", now)
+    assert orch.release_window(claimed["station:S2"], now) is None  # recomputed: every copy blocked
+    with db.read() as s:
+        states = list(s.execute(select(PendingReport.state).where(PendingReport.station_id == "S2")).scalars())
+    assert states == ["blocked"] * 10
+    db.dispose()
