@@ -71,9 +71,9 @@ def overlapping_days(per_day: int, overlap: float, seed: int) -> tuple[pd.DataFr
     return day1, pd.concat([day2, copies], ignore_index=True), shared.reset_index(drop=True)
 
 
-def _settings(tmp: Path, engine: str, k: int, guard: str = "content") -> Settings:
+def _settings(tmp: Path, engine: str, k: int, guard: str = "content", params: dict[str, Any] | None = None) -> Settings:
     return Settings(database_url=f"sqlite:///{tmp / 'ledger.db'}", data_dir=tmp, engine=engine, k=k,
-                    fingerprint_key=KEY, idle_timeout_s=1.0, link_guard=guard)
+                    fingerprint_key=KEY, idle_timeout_s=1.0, link_guard=guard, engine_params=params or {})
 
 
 def _ledger_releases(url: str, settings: Settings, shared: pd.DataFrame) -> tuple[list[pd.DataFrame], list[list[int]]]:
@@ -95,7 +95,7 @@ def _ledger_releases(url: str, settings: Settings, shared: pd.DataFrame) -> tupl
 
 
 def run_batch(tmp: Path, engine: str, k: int, days: tuple[pd.DataFrame, pd.DataFrame], shared: pd.DataFrame,
-              ledger: bool) -> tuple[list[pd.DataFrame], list[list[int]]]:
+              ledger: bool, params: dict[str, Any] | None = None) -> tuple[list[pd.DataFrame], list[list[int]]]:
     from stream.cli.main import main
 
     outs = []
@@ -103,6 +103,7 @@ def run_batch(tmp: Path, engine: str, k: int, days: tuple[pd.DataFrame, pd.DataF
         src, out = tmp / f"day{i + 1}.csv", tmp / f"day{i + 1}-{engine}-{ledger}.csv"
         day.to_csv(src, index=False)
         args = ["anonymize", str(src), "--spec", "crime", "--engine", engine, "-k", str(k), "--out", str(out)]
+        args += [f"--param={n}={json.dumps(v)}" for n, v in (params or {}).items()]
         if ledger:
             args += ["--ledger", str(tmp / "ledger.db")]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -116,8 +117,8 @@ def run_batch(tmp: Path, engine: str, k: int, days: tuple[pd.DataFrame, pd.DataF
 
 
 def run_stream(tmp: Path, engine: str, k: int, days: tuple[pd.DataFrame, pd.DataFrame], shared: pd.DataFrame,
-               guard: str) -> tuple[list[pd.DataFrame], list[list[int]]]:
-    settings = _settings(tmp, engine, k, guard)
+               guard: str, params: dict[str, Any] | None = None) -> tuple[list[pd.DataFrame], list[list[int]]]:
+    settings = _settings(tmp, engine, k, guard, params)
     url = settings.db_url()
     migrations.upgrade(url)
     db = Database(url)

@@ -14,6 +14,7 @@ from core.attacks import intersection_attack
 from core.engines.registry import engine_names
 
 K = 5
+PARAMS = {"ils": {"time_limit": 0, "max_iterations": 200}}  # a work budget instead of 10 s of wall time
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,9 @@ def test_guarded_paths_leave_nothing_to_intersect(engine, days, tmp_path: Path) 
     day1, day2, shared = days
     (tmp_path / "s").mkdir()
     (tmp_path / "b").mkdir()
-    for rels, member in (run_stream(tmp_path / "s", engine, K, (day1, day2), shared, "content"),
-                         run_batch(tmp_path / "b", engine, K, (day1, day2), shared, ledger=True)):
+    params = PARAMS.get(engine)
+    for rels, member in (run_stream(tmp_path / "s", engine, K, (day1, day2), shared, "content", params),
+                         run_batch(tmp_path / "b", engine, K, (day1, day2), shared, ledger=True, params=params)):
         res = _attack(rels, member, shared)
         assert (res.disclosed, res.narrowed, res.linked) == (0, 0, 0), res.as_dict()
         assert all(len(m) == 1 for m in member if m)  # every shared report released once at most
