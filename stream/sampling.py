@@ -73,9 +73,14 @@ def publish_order(rows: list[list[Any]], seed: int, lead: int = 0) -> list[list[
     """``rows`` in canonical order (by their JSON text) permuted by ``seed``: independent of input order.
 
     The first ``lead`` values of a row (e.g. an engine's class id, whose numbering may follow the
-    input) only break ties in the canonical order.
+    input) only break ties in the canonical order; with ``lead == 1`` they are renumbered by their
+    first appearance in the canonical order, so class 0 is no longer "the class of the first input row".
     """
     keyed = sorted((json.dumps([*r[lead:], *r[:lead]], default=str), i) for i, r in enumerate(rows))
-    canonical = [rows[i] for _, i in keyed]
+    canonical = [list(rows[i]) for _, i in keyed]
+    if lead == 1:
+        renumber: dict[Any, int] = {}
+        for r in canonical:
+            r[0] = renumber.setdefault(r[0], len(renumber))
     perm = np.random.default_rng([seed, 2]).permutation(len(canonical))
     return [canonical[i] for i in perm]

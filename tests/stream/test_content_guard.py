@@ -135,3 +135,27 @@ def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type
         states = list(s.execute(select(PendingReport.state).where(PendingReport.station_id == "S2")).scalars())
     assert states == ["blocked"] * 10
     db.dispose()
+
+
+def test_stream_release_order_is_independent_of_arrival_order(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The same reports arriving in two orders give the same stored records in the same order."""
+    from db.models import ReleaseRecords
+
+    reports = day_of_reports(1, 120, seed=9)["S1"]
+    stored = []
+    for name, order in (("asc", reports), ("desc", sorted(reports, key=lambda r: str(r["offence"]), reverse=True))):
+        url = pg.create_database(f"order{name}")
+        migrations.upgrade(url)
+        settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
+                            idle_timeout_s=1.0, engine="optimal")
+        db = Database(url)
+        orch = Orchestrator(settings, db, load_schema(settings.spec), "order-test")
+        now = datetime(2030, 1, 1, tzinfo=UTC)
+        _ingest(settings, PoolRepository(db, window_policy(settings)), order, now)
+        assert orch.close_due(now + timedelta(minutes=5))
+        with db.read() as s:
+            stored.append([rec.rows for rec in s.execute(select(ReleaseRecords)).scalars()])
+        db.dispose()
+    assert stored[0] == stored[1] and len(stored[0][0]) > 100
+    offences = [row[-1] for row in stored[0][0]]
+    assert offences != [r["offence"] for r in reports][: len(offences)]
