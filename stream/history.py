@@ -121,6 +121,7 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
     persons = [c for c in settings.person_columns if c in frame.columns]
     validator = ReportValidator(schema, tuple(persons))
     rep, con, per, sta = [], [], [], []
+    seen: dict[str, int] = {}
     for rec in frame.astype(object).where(frame.notna(), None).to_dict("records"):
         person = [str(rec.get(c) or "") for c in persons]
         clean = validator.check(rec) if streamable else None
@@ -128,9 +129,12 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
             cfp = content_fingerprint(key, clean.person, content_fields(clean, settings.content_columns))
             rep.append(fingerprint(key, clean.station_id, clean.report_id))
             sta.append(clean.station_id)
-        else:  # no report id / station / time (or not valid as a stream report): content alone
+        else:  # no report id / station / time (or not valid as a stream report): content alone, and
+            # identical rows (different people in e.g. census data) count as the 1st, 2nd ... occurrence
             used = [(c, str(rec.get(c, "")).strip()) for c in (settings.content_columns or spec.used_columns())]
-            cfp = content_fingerprint(key, person, used)
+            base = content_fingerprint(key, person, used)
+            seen[base] = seen.get(base, 0) + 1
+            cfp = content_fingerprint(key, [], [("content", base), ("occurrence", str(seen[base]))])
             rep.append(fingerprint(key, "batch", cfp))
             sta.append(str(rec.get(st_col) or "batch") if st_col else "batch")
         con.append(cfp)

@@ -114,3 +114,21 @@ def test_publish_order_ignores_the_order_rows_come_in() -> None:
     shuffled = [rows[i] for i in np.random.default_rng(1).permutation(len(rows))]
     assert publish_order(rows, 9, lead=1) == publish_order(shuffled, 9, lead=1)
     assert publish_order(rows, 9, lead=1) != publish_order(rows, 10, lead=1)
+
+
+def test_ledger_without_report_ids_counts_identical_rows_as_occurrences(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A census-like file (no report id, station or time): identical rows are different people and are all
+    released; a second run of the same file releases nothing."""
+    from tests.stream.test_batch_cli import SPEC
+
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(SPEC)
+    rows = [{"name": f"p{i}", "age": 20 + i % 5, "colour": ["red", "blue"][i % 2], "offence": ["Theft", "Fraud"][i % 2]}
+            for i in range(40)]  # every row has 3 identical twins
+    src = _write(pd.DataFrame(rows), tmp_path / "a.csv")
+    ledger, rep = tmp_path / "l.db", tmp_path / "r.json"
+    proc = cli("anonymize", str(src), "--spec", str(spec), "-k", "4", "--ledger", str(ledger), "--report", str(rep))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(rep.read_text())["ledger"]["excluded"] == 0
+    assert_one_line_error(cli("anonymize", str(src), "--spec", str(spec), "-k", "4", "--ledger", str(ledger)),
+                          "already released")
