@@ -132,15 +132,11 @@ class ReleaseRepository:
             return values_present(s, ReleasedFingerprint.fingerprint, fingerprints)
 
     def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
-                      blocked_ids: list[int] = (),  # type: ignore[assignment]
-                      blocked_by: dict[tuple[str, str], int] | None = None) -> None:
+                      blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]
         """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``."""
         with self.db.unit() as s:
             pending = PendingReport.__table__
-            changed = update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending",
-                                       {"state": "blocked"})
-            if changed == len(blocked_ids):
-                count_blocked(s, blocked_by or {}, now)
+            update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending", {"state": "blocked"})
             s.execute(update(Window).where(Window.id == window_id)
                       .values(state=state, hold_reason=reason, closed_at=now))
             if state == "held":

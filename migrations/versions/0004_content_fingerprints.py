@@ -1,7 +1,7 @@
 """content fingerprints: keyed HMAC of a report's content in the pool and the released ledger
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0002
 Create Date: 2026-11-23 23:40:00
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0004'
-down_revision = '0001'
+down_revision = '0002'
 branch_labels = None
 depends_on = None
 

@@ -130,10 +130,13 @@ def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type
         unique_content=True)
     with pytest.raises(ReleaseConflict, match="content was released meanwhile"):
         orch.repo.store(late, "refuse-test", now)
-    assert orch.release_window(claimed["station:S2"], now) is None  # recomputed: every copy blocked
+    # recomputed: every copy is blocked, nothing is left to release; the window closes without a release
+    # and its reports stay pending (counted as blocked by the release that next considers them)
+    assert orch.release_window(claimed["station:S2"], now) is None
     with db.read() as s:
         states = list(s.execute(select(PendingReport.state).where(PendingReport.station_id == "S2")).scalars())
-    assert states == ["blocked"] * 10
+        contents = list(s.execute(select(ReleasedFingerprint.content_fp)).scalars())
+    assert states == ["pending"] * 10 and len(contents) == len(set(contents)) == 60
     db.dispose()
 
 
