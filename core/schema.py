@@ -4,22 +4,7 @@ A spec is plain data (parsed from TOML by ``stream.io.specs``) validated here wi
 validation problem becomes a :class:`core.errors.SpecError` whose one-line message names the field
 and the allowed values.
 
-Example (TOML)::
-
-    name = "crime-reports"
-    identifiers = ["name", "dob"]
-    passthrough = []
-    unknown = "error"           # or "top": values outside a hierarchy become "*"
-
-    [[qi]]
-    name = "age"
-    type = "numeric"            # numeric | categorical | date | masked
-    weight = 10
-    hierarchy = { widths = [5, 10, 20], domain = [0, 120] }
-
-    [sensitive]
-    name = "offence"
-    severity = { "Theft" = 5, "Murder" = 25 }
+The format, with examples, is documented in docs/spec.md.
 """
 
 from __future__ import annotations
@@ -73,6 +58,7 @@ class IntervalHierarchySpec(_Strict):
     edges: tuple[tuple[float, ...], ...] | None = None
     auto: int | None = Field(default=None, ge=1, le=12)
     domain: tuple[float, float] | None = None
+    integer: bool = False  # true: values must be whole numbers (34.5 is refused, not banded)
 
     @model_validator(mode="after")
     def _one_rule(self) -> IntervalHierarchySpec:
@@ -96,6 +82,20 @@ class DateHierarchySpec(_Strict):
     kind: Literal["dates"] = "dates"
     levels: tuple[Literal["day", "month", "year"], ...] = ("day", "month", "year")
     domain: tuple[str, str] | None = None
+    # "iso", "us" (MM/DD/YYYY), "day-first" (DD/MM/YYYY) or a strptime pattern such as "%d.%m.%Y";
+    # None accepts ISO 8601 and slash dates whose day and month cannot be swapped (core/contract.py)
+    format: str | None = Field(default=None, min_length=1)
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, v: str | None) -> str | None:
+        return v if v is None else _date_format(v)
+
+
+def _date_format(v: str) -> str:
+    if v not in {"iso", "us", "day-first"} and "%" not in v:
+        raise ValueError(f"date format {v!r} must be 'iso', 'us', 'day-first' or a strptime pattern like '%d.%m.%Y'")
+    return v
 
 
 class MaskHierarchySpec(_Strict):
@@ -185,8 +185,24 @@ class InputFormat(_Strict):
 
     columns: tuple[str, ...] | None = None  # names for a file without a header row
     separator: str | None = None
-    missing: tuple[str, ...] = ()  # values that mean "missing"
-    drop_missing: bool = False  # drop rows with a missing value in a used column (and say how many)
+    missing: tuple[str, ...] = ()  # values that mean "missing" (besides empty cells and JSON null)
+    drop_missing: bool = False  # legacy spelling of on_missing = "drop"
+    # what a missing value in a used column means, in batch and stream alike (core/contract.py):
+    # "error" refuses the row, "drop" drops it and counts it, "leaf" makes it the missing_label leaf
+    on_missing: Literal["error", "drop", "leaf"] = "error"
+    missing_label: str = Field(default="(missing)", min_length=1)
+    # formats of date columns that are not date QIs (the time column, a date of birth ...): a value
+    # that does not parse is refused even if the column is dropped later, e.g. { dob = "iso" }
+    dates: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("dates")
+    @classmethod
+    def _known_formats(cls, v: dict[str, str]) -> dict[str, str]:
+        return {col: _date_format(fmt) for col, fmt in v.items()}
+
+    @property
+    def missing_policy(self) -> str:
+        return "drop" if self.drop_missing and self.on_missing == "error" else self.on_missing
 
 
 class DatasetSpec(_Strict):
@@ -197,9 +213,9 @@ class DatasetSpec(_Strict):
     sensitive: SensitiveSpec | None = None
     passthrough: tuple[str, ...] = ()
     unknown: Literal["error", "top"] = "error"
-    station_column: str | None = None
-    time_column: str | None = None
-    id_column: str | None = None
+    station_column: str | None = None  # stream: routes a report to its station (default station_id)
+    time_column: str | None = None  # stream: event time that picks the window (default event_time)
+    id_column: str | None = None  # stream: report id, fingerprinted then dropped (default report_id)
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:
@@ -221,6 +237,13 @@ class DatasetSpec(_Strict):
     @property
     def weights(self) -> list[float]:
         return [q.weight for q in self.qi]
+
+    def date_format(self, column: str) -> str | None:
+        """The declared format of a date column (a date QI, or ``[input] dates``), None if undeclared."""
+        for q in self.qi:
+            if q.name == column and isinstance(q.hierarchy, DateHierarchySpec):
+                return q.hierarchy.format
+        return self.input.dates.get(column)
 
     def qi_spec(self, name: str) -> QISpec:
         for q in self.qi:

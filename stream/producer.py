@@ -1,8 +1,12 @@
 """Stations: validate reports locally and push them to ``crime.reports`` with a kafka-python producer.
 
 Messages are keyed by station id (stable partitioning by the broker's murmur2 of the key, never
-Python's ``hash()``). Rejected rows are not sent; they are reported with their row number and a
-one-line reason, and the caller exits non-zero.
+Python's ``hash()``). The file is read, validated and sent in chunks (``chunk`` rows at a time,
+each chunk flushed before the next is read), so memory does not grow with the file. Rejected rows
+are not sent: each is counted, the first ``keep`` are kept for the report, and every one can be
+written to a rejects file with its reason (:mod:`stream.io.rejects`). A report id seen earlier in
+the same file is rejected as ``duplicate-id`` naming the first line (found beforehand by
+:mod:`stream.io.dupes`, also in bounded memory).
 """
 
 from __future__ import annotations
@@ -11,19 +15,41 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from core.encoding import Schema
+from stream.contract import RejectDetail
+from stream.io.rows import Row, chunks
 from stream.validate import Rejected, ReportValidator
+
+
+@dataclass(frozen=True)
+class Rejection:
+    line: int
+    reason: str
+    message: str
+    detail: RejectDetail | None = None
+
+
+class RejectSink(Protocol):
+    def write(self, row: dict[str, Any], rejection: Rejection) -> None: ...
 
 
 @dataclass
 class PushResult:
     sent: int = 0
-    rejected: list[tuple[int, str, str]] = field(default_factory=list)  # (row number, reason, message)
+    rejected_count: int = 0
+    rejected: list[Rejection] = field(default_factory=list)  # the first `keep` rejections, in file order
+    counts: Counter[str] = field(default_factory=Counter)
 
     def reasons(self) -> Counter[str]:
-        return Counter(r for _, r, _ in self.rejected)
+        return self.counts
+
+    def add(self, rejection: Rejection, keep: int) -> None:
+        self.rejected_count += 1
+        self.counts[rejection.reason] += 1
+        if len(self.rejected) < keep:
+            self.rejected.append(rejection)
 
 
 def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
@@ -51,38 +77,54 @@ def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def push_reports(rows: Iterable[dict[str, Any]], schema: Schema, producer: Any, topic: str,
+def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
                  station: str | None = None, progress: Callable[[int, int], None] | None = None,
-                 total: int = 0) -> PushResult:
-    """Validate and send every row; returns what was sent and what was rejected (row numbers from 1)."""
+                 total: int = 0, rejects: RejectSink | None = None, chunk: int = 5000,
+                 keep: int = 1000, repeated: dict[int, int] | None = None) -> PushResult:
+    """Validate and send every ``(line, row)``; returns what was sent and what was rejected.
+
+    ``repeated`` maps the line of a row whose report id appeared earlier in the file to that
+    earlier line (:func:`stream.io.dupes.repeated_ids`); those rows are rejected as ``duplicate-id``.
+    """
     validator = ReportValidator(schema)
-    station_col = validator.station_col
+    station_col, id_col = validator.station_col, validator.id_col
     result = PushResult()
-    futures = []
-    shown = 0
-    for i, raw in enumerate(rows, start=1):
-        row = _jsonable_row(dict(raw))
-        if station is not None:
-            given = row.get(station_col)
-            if given not in (None, "") and str(given) != station:
-                result.rejected.append((i, "station-mismatch",
-                                        f"field '{station_col}' does not match --station"))
+    repeated = repeated or {}
+    done = 0
+
+    def reject(line: int, raw: dict[str, Any], rej: Rejection) -> None:
+        result.add(rej, keep)
+        if rejects is not None:
+            rejects.write(raw, rej)
+
+    for part in chunks(iter(rows), chunk):
+        futures = []
+        for line, raw in part:
+            earlier = repeated.get(line)
+            row = _jsonable_row(dict(raw))
+            if station is not None:
+                given = row.get(station_col)
+                if given not in (None, "") and str(given) != station:
+                    reject(line, raw, Rejection(line, "station-mismatch",
+                                                f"field '{station_col}' does not match --station",
+                                                RejectDetail(station_col, str(given))))
+                    continue
+                row[station_col] = station
+            if earlier is not None:
+                reject(line, raw, Rejection(line, "duplicate-id", f"field '{id_col}': report id already on "
+                                            f"line {earlier} of this file", RejectDetail(id_col, str(row[id_col]))))
                 continue
-            row[station_col] = station
-        checked = validator.check(row)
-        if isinstance(checked, Rejected):
-            result.rejected.append((i, checked.reason, checked.message))
-            continue
-        futures.append(producer.send(topic, key=checked.station_id.encode(),
-                                     value=json.dumps(row, separators=(",", ":")).encode()))
-        result.sent += 1
-        if progress is not None and i % 500 == 0:
-            progress(i, total)
-            shown = i
-    producer.flush()
-    for fut in futures:
-        fut.get(timeout=30)
-    done = result.sent + len(result.rejected)
-    if progress is not None and shown != done:
-        progress(done, total or done)
+            checked = validator.check(dict(row))
+            if isinstance(checked, Rejected):
+                reject(line, raw, Rejection(line, checked.reason, checked.message, checked.detail))
+                continue
+            futures.append(producer.send(topic, key=checked.station_id.encode(),
+                                         value=json.dumps(row, separators=(",", ":")).encode()))
+            result.sent += 1
+        producer.flush()
+        for fut in futures:
+            fut.get(timeout=30)
+        done += len(part)
+        if progress is not None:
+            progress(done, max(total, done))
     return result

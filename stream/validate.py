@@ -1,10 +1,14 @@
 """Validation of incoming reports against the dataset spec, with one-line dead-letter reasons.
 
 A report is rejected (reason in brackets) when it is not JSON (``malformed-json``), not an object
-(``not-an-object``), lacks a required field (``missing-field``), has an event time that is not an
-ISO-8601 time with a UTC offset (``invalid-time``), has a QI value its hierarchy rejects under the
-spec's ``unknown`` policy (``value-not-in-hierarchy`` / ``invalid-value``), or has a sensitive value
-missing from the severity table when the spec has one and no default severity (``unknown-offence``).
+(``not-an-object``), lacks a required field (``missing-field``; with ``on_missing = "drop"`` a
+missing used value gives ``missing-value``), has an event time that does not parse by the declared
+format, or is not ISO-8601 with a UTC offset when none is declared (``invalid-time``), has a QI value
+that is not a leaf of its hierarchy (``value-not-in-hierarchy``), that does not parse as a number,
+whole number or date in the declared format (``invalid-value``) or an ambiguous day/month date
+(``ambiguous-date``), or has a sensitive value missing from the severity table when the spec has one
+and no default severity (``unknown-offence``). The shared parsing rules are in core/contract.py
+(the input contract of docs/spec.md); :mod:`stream.contract` holds the per-report pieces.
 The guards of :mod:`stream.guards` run first: a Kafka tombstone (``tombstone``), an oversized message
 (``too-large``), JSON nested beyond the parser's depth (``malformed-json``), an unsafe station id
 (``invalid-station``) or report id (``invalid-report-id``), overlong values or control characters
@@ -22,13 +26,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from core.encoding import Schema
 from core.errors import AnonymizationError
-from db.ledger import IncomingReport, Rejection
+from stream.contract import RejectDetail, apply_missing, declared_dates, event_time, value_rejection
 from stream.guards import (
     Limits,
     check_payload_size,
@@ -42,12 +46,16 @@ from stream.guards import (
 )
 from stream.records import content_fingerprint, content_hash, dead_letter, fingerprint, person_fingerprint
 
+if TYPE_CHECKING:  # the ledger (SQLAlchemy) is imported where reports are stored, not by `push`
+    from db.ledger import IncomingReport, Rejection
+
 
 @dataclass(frozen=True)
 class Rejected:
     reason: str
     message: str
     station_id: str | None
+    detail: RejectDetail | None = None  # field and raw value, for the station's own screen only
 
 
 @dataclass(frozen=True)
@@ -70,13 +78,13 @@ class ReportValidator:
         self.station_col = spec.station_column or "station_id"
         self.time_col = spec.time_column or "event_time"
         self.used = spec.used_columns()
-        self.required = [self.id_col, self.station_col, self.time_col, *self.used]
+        self.required = [self.id_col, self.station_col, self.time_col]  # used columns: on_missing policy
         self.person_columns = tuple(person_columns)
         self.unknown = spec.unknown
         sens = spec.sensitive
         self.sensitive = sens.name if sens else None
         self.severity = set(sens.severity) if sens and sens.severity and sens.default_severity is None else None
-        self._cache: dict[tuple[str, str], str | None] = {}
+        self._cache: dict[tuple[str, str], tuple[str, str] | None] = {}
 
     def parse(self, raw: bytes | str | dict[str, Any] | None) -> dict[str, Any] | Rejected:
         if isinstance(raw, dict):
@@ -98,16 +106,17 @@ class ReportValidator:
             return Rejected("not-an-object", f"payload is a JSON {type(obj).__name__}, expected an object", None)
         return obj
 
-    def _value_error(self, col: str, value: str) -> str | None:
+    def _value_error(self, col: str, value: str) -> tuple[str, str] | None:
+        """``(reason, message)`` if the hierarchy of ``col`` refuses ``value`` (cached)."""
         key = (col, value)
         if key not in self._cache:
             msg = None
             try:
                 self.schema.hierarchies[col].encode(pd.Series([value]), self.unknown)
             except AnonymizationError as exc:
-                msg = exc.message
-            except (ValueError, TypeError) as exc:
-                msg = f"column '{col}': {exc}"
+                msg = value_rejection(self.schema.spec, col, exc)
+            except (ValueError, TypeError):
+                msg = ("invalid-value", f"field '{col}': value is refused by its hierarchy")
             if len(self._cache) > 200_000:
                 self._cache.clear()
             self._cache[key] = msg
@@ -144,15 +153,16 @@ class ReportValidator:
             return Rejected(*problem, station)
         assert station is not None
         text = str(obj[self.time_col]).strip()
-        try:
-            when = datetime.fromisoformat(text)
-        except ValueError:
-            return Rejected("invalid-time", f"field '{self.time_col}' is not an ISO-8601 time", station)
-        if when.tzinfo is None:
-            return Rejected("invalid-time", f"field '{self.time_col}' has no UTC offset (use ...Z)", station)
+        when = event_time(self.schema.spec, self.time_col, text)
+        if isinstance(when, tuple):
+            return Rejected(*when, station, RejectDetail(self.time_col, text))
         utc = plausible_time(self.time_col, when, now or datetime.now(UTC), self.limits)
         if isinstance(utc, tuple):
-            return Rejected(*utc, station)
+            return Rejected(*utc, station, RejectDetail(self.time_col, text))
+        refused = apply_missing(self.schema.spec, obj, self.used) or declared_dates(self.schema.spec, obj,
+                                                                                      self.time_col)
+        if refused is not None:
+            return Rejected(*refused[:2], station, *refused[2:])
         data: dict[str, str] = {}
         for col in self.used:
             value = obj[col]
@@ -162,11 +172,10 @@ class ReportValidator:
         for q in self.schema.qi_names:
             err = self._value_error(q, data[q])
             if err is not None:
-                reason = "value-not-in-hierarchy" if "hierarch" in err else "invalid-value"
-                return Rejected(reason, f"field '{q}': value rejected by its hierarchy", station)
+                return Rejected(*err, station, RejectDetail(q, data[q]))
         if self.severity is not None and self.sensitive and data[self.sensitive] not in self.severity:
             return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
-                            station)
+                            station, RejectDetail(self.sensitive, data[self.sensitive]))
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
         return Clean(str(obj[self.id_col]).strip(), station, utc, data, person)
 
@@ -175,6 +184,8 @@ def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
                 content_columns: tuple[str, ...] = ()) -> IncomingReport:
     """Drop identifiers: keep the used columns, the keyed report fingerprint, the keyed content
     fingerprint (see :func:`stream.records.content_fingerprint`) and (optionally) the person's."""
+    from db.ledger import IncomingReport
+
     return IncomingReport(
         fingerprint=fingerprint(key, clean.station_id, clean.report_id),
         person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
@@ -204,6 +215,8 @@ def screen_batch(validator: ReportValidator, values: list[bytes | str | None], k
                  window_key_for: Callable[[str], str], person_guard: bool, now: datetime,
                  content_columns: tuple[str, ...] = ()) -> Screened:
     """Validate a batch and drop identifiers; never raises (``internal-error`` is the last resort)."""
+    from db.ledger import Rejection
+
     out = Screened([], [], [], [])
     for raw in values:
         res = validator.screen(raw, now)

@@ -32,9 +32,10 @@ def build_hierarchy(qi: QISpec) -> Hierarchy:
     if isinstance(h, TreeHierarchySpec):
         return tree_hierarchy(qi.name, h.tree)
     if isinstance(h, IntervalHierarchySpec):
-        return IntervalHierarchy(qi.name, widths=h.widths, edges=h.edges, auto=h.auto, domain=h.domain)
+        return IntervalHierarchy(qi.name, widths=h.widths, edges=h.edges, auto=h.auto, domain=h.domain,
+                                 integer=h.integer)
     if isinstance(h, DateHierarchySpec):
-        return DateHierarchy(qi.name, levels=h.levels, domain=h.domain)
+        return DateHierarchy(qi.name, levels=h.levels, domain=h.domain, fmt=h.format)
     if isinstance(h, MaskHierarchySpec):
         return MaskHierarchy(qi.name, length=h.mask, char=h.char)
     raise SpecError(f"unsupported hierarchy for '{qi.name}'")  # pragma: no cover

@@ -9,31 +9,39 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core import contract
 from core.errors import InputDataError, preview
 from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
 _FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
 
 
-def to_days(name: str, values: pd.Series) -> pd.DatetimeIndex:
-    parsed = pd.to_datetime(values, errors="coerce", utc=True, format="mixed")
-    bad = parsed.isna()
+def to_days(name: str, values: pd.Series, fmt: str | None = None) -> pd.DatetimeIndex:
+    """Days of ``values`` parsed by the declared format (see core/contract.py); refuses bad or ambiguous ones."""
+    days, bad, ambiguous = contract.to_days(values, fmt)
+    if ambiguous.any():
+        shown = values[ambiguous].astype(str).unique().tolist()
+        raise InputDataError(f"column '{name}' has ambiguous dates (day and month could be swapped): "
+                             f"{preview(shown)}; declare format = \"us\" or \"day-first\" in the spec",
+                             reason="ambiguous-date")
     if bad.any():
         shown = values[bad].astype(str).unique().tolist()
-        raise InputDataError(f"column '{name}' is a date but has unparseable values: {preview(shown)}")
-    return pd.DatetimeIndex(parsed).tz_convert("UTC").normalize()
+        raise InputDataError(f"column '{name}' is a date ({contract.describe_date_format(fmt)}) but has "
+                             f"unparseable values: {preview(shown)}", reason="invalid-date")
+    return days
 
 
 class DateHierarchy(Hierarchy):
     def __init__(self, name: str, levels: tuple[str, ...] = ("day", "month", "year"),
-                 domain: tuple[str, str] | None = None) -> None:
+                 domain: tuple[str, str] | None = None, fmt: str | None = None) -> None:
         super().__init__(name)
         self.levels = levels
         self.domain = domain
+        self.format = fmt
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         row_code, distinct = factorize(values)
-        days = to_days(self.name, pd.Series(distinct))  # parse each distinct value once
+        days = to_days(self.name, pd.Series(distinct), self.format)  # parse each distinct value once
         if self.domain is not None:
             lo_d, hi_d = (pd.Timestamp(d, tz="UTC") for d in self.domain)
             outside = (days < lo_d) | (days > hi_d)
@@ -74,5 +82,5 @@ class DateHierarchy(Hierarchy):
     def covers(self, label: str, value: object) -> bool:
         if label == TOP:
             return True
-        day = to_days(self.name, pd.Series([value]))[0]
+        day = to_days(self.name, pd.Series([value]), self.format)[0]
         return any(day.strftime(_FORMATS[lvl]) == label for lvl in self.levels)

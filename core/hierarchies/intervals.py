@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from core.contract import not_whole
 from core.errors import HierarchyError, InputDataError, preview
 from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
@@ -61,9 +62,11 @@ class IntervalHierarchy(Hierarchy):
         edges: tuple[tuple[float, ...], ...] | None = None,
         auto: int | None = None,
         domain: tuple[float, float] | None = None,
+        integer: bool = False,
     ) -> None:
         super().__init__(name)
         self.widths, self.edges, self.auto, self.domain = widths, edges, auto, domain
+        self.integer = integer
         if edges is not None:
             for lvl, cut in enumerate(edges):
                 if list(cut) != sorted(set(cut)) or len(cut) < 2:
@@ -106,6 +109,10 @@ class IntervalHierarchy(Hierarchy):
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         row_code, distinct = factorize(values)
         raw = to_numeric(self.name, pd.Series(distinct))  # one conversion per distinct value
+        if self.integer and not_whole(raw).any():
+            shown = pd.Series(distinct)[not_whole(raw)].astype(str).tolist()
+            raise InputDataError(f"column '{self.name}' takes whole numbers but has: {preview(shown)}",
+                                 reason="not-a-whole-number")
         dom = self._domain(raw)
         outside = (raw < dom[0]) | (raw > dom[1]) if (self.domain or self.edges) else np.zeros(len(raw), bool)
         if self.edges is not None:

@@ -57,7 +57,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     schema = load_schema(args.spec)
-    frame = read_for_spec(args.input, schema.spec)
+    frame = read_for_spec(args.input, schema.spec, schema)
+    dropped = int(frame.attrs.get("dropped_missing", 0))
     engine = get_engine(args.engine)
     values: dict[str, object] = {"k": args.k, "l": args.l, "max_suppression": args.max_suppression}
     for item in args.param or []:
@@ -85,12 +86,14 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
         summary["ledger"] = recorded
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),
                     "total_s": round(time.perf_counter() - t0, 4),
-                    "input": str(args.input), "rows": len(frame), "verification": report.as_dict()})
+                    "input": str(args.input), "rows": len(frame), "dropped_missing": dropped,
+                    "verification": report.as_dict()})
     if args.report:
         Path(args.report).write_text(json.dumps(summary, indent=2, default=_jsonable))
     print(f"{engine.name}: released {release.released} rows, suppressed {len(release.suppressed)}, "
           f"k={report.k}" + (f", l={report.l_distinct}" if report.l_distinct is not None else "")
           + f", loss={release.metrics.get('loss_metric', float('nan')):.4f}, {runtime:.2f}s"
+          + (f", {dropped} row(s) with missing values dropped" if dropped else "")
           + ("" if report.ok else "  VERIFICATION FAILED: " + "; ".join(report.failures)))
     p = risk["prosecutor"]
     print(f"risk: prosecutor highest {p['highest']:.4f}, average {p['average']:.4f}, "

@@ -1,4 +1,11 @@
-"""Read input tables (CSV, JSON lines) into DataFrames of strings, with clear errors."""
+"""Read input tables (CSV, JSON lines, Parquet) into DataFrames of strings, with clear errors.
+
+:func:`read_for_spec` applies the input contract of core/contract.py to a whole file, the same
+rules the stream applies per report: missing values by the spec's ``on_missing`` policy (the
+number of dropped rows is kept in ``frame.attrs["dropped_missing"]``), dates by their declared
+format with ambiguous values refused, whole numbers for integer hierarchies. Errors name the
+file's line numbers (header counted).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +15,80 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.errors import InputDataError
+from core import contract
+from core.checks import value_problems
+from core.encoding import Schema
+from core.errors import InputDataError, preview
+from core.hierarchies import DateHierarchy
 from core.schema import DatasetSpec
 
 log = logging.getLogger(__name__)
 
+_WORDING = {"ambiguous-date": "ambiguous dates (day and month could be swapped; declare its format in the spec)",
+            "invalid-date": "values that are not dates in the declared format",
+            "not-a-whole-number": "values that are not whole numbers", "not-a-number": "non-numeric values"}
 
-def read_for_spec(path: str | Path, spec: DatasetSpec) -> pd.DataFrame:
-    """Read a table as the spec's ``[input]`` section says (header names, separator, missing values)."""
+
+def line_numbers(frame: pd.DataFrame, positions: object) -> list[int]:
+    """File line numbers (header counted) of the given row positions of a frame from :func:`read_table`
+    (its index holds the row's position in the file, kept when rows are dropped)."""
+    first = int(frame.attrs.get("first_line", 2))
+    return [first + int(frame.index[p]) for p in positions]  # type: ignore[attr-defined]
+
+
+def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = None) -> pd.DataFrame:
+    """Read a table as the spec's ``[input]`` section says and apply the input contract."""
     fmt = spec.input
     df = read_table(path, fmt.separator, fmt.columns)
-    if fmt.missing:
-        df = df.replace(list(fmt.missing), pd.NA)
-    if fmt.drop_missing:
-        used = [c for c in spec.used_columns() if c in df.columns]
-        before = len(df)
-        df = df.dropna(subset=used)
-        if len(df) < before:
-            log.info("dropped %d of %d rows with missing values", before - len(df), before)
+    used = [c for c in spec.used_columns() if c in df.columns]
+    policy = fmt.missing_policy
+    gone = pd.DataFrame({c: contract.missing_mask(df[c], fmt.missing) for c in used}, index=df.index)
+    if policy == "leaf":
+        for c in used:
+            df.loc[gone[c].to_numpy(), c] = fmt.missing_label
+    else:
+        for c in used:
+            df.loc[gone[c].to_numpy(), c] = pd.NA
+    dropped = 0
+    if policy == "drop":
+        keep = ~gone.any(axis=1).to_numpy()
+        dropped = int((~keep).sum())
+        if dropped:
+            log.info("dropped %d of %d rows with missing values (on_missing = drop)", dropped, len(df))
+            df = df[keep]
         if df.empty:
             raise InputDataError(f"input is empty after dropping rows with missing values: {path}",
                                  reason="empty-input")
+    elif policy == "error" and gone.to_numpy().any():
+        col = gone.any().idxmax()
+        lines = line_numbers(df, (gone[col].to_numpy()).nonzero()[0])
+        raise InputDataError(f"column '{col}' has {len(lines)} missing value(s), line(s) {preview(lines)}; "
+                             f"set on_missing = \"drop\" or \"leaf\" in the spec's [input]", reason="missing-field")
+    df.attrs["dropped_missing"] = dropped
+    if schema is not None:
+        check_values(df, schema)
     return df
+
+
+def check_values(df: pd.DataFrame, schema: Schema) -> None:
+    """Refuse unparseable or ambiguous dates and numbers, naming the column and the file's lines."""
+    spec = schema.spec
+    checks: list[tuple[str, object]] = [(q.name, schema.hierarchies[q.name]) for q in spec.qi]
+    checks += [(c, DateHierarchy(c, fmt=f)) for c, f in spec.input.dates.items() if c not in spec.qi_names]
+    for name, hierarchy in checks:
+        if name not in df.columns:
+            continue
+        col = df[name]
+        present = ~contract.missing_mask(col, spec.input.missing)
+        problems = value_problems(hierarchy, col)  # type: ignore[arg-type]
+        problems[~present] = ""
+        for reason, wording in _WORDING.items():
+            hit = (problems == reason).nonzero()[0]
+            if len(hit):
+                shown = col.iloc[hit[:3]].astype(str).tolist()
+                where = ", ".join(map(str, line_numbers(df, hit[:5]))) + (" ..." if len(hit) > 5 else "")
+                raise InputDataError(f"column '{name}' has {wording}: {preview(shown, 3)} "
+                                     f"({len(hit)} in all; line {where})", reason=reason)
 
 
 def _json_lines(p: Path) -> list[dict[str, object]]:
@@ -55,16 +114,43 @@ def _json_lines(p: Path) -> list[dict[str, object]]:
     return records
 
 
+def _as_text(df: pd.DataFrame) -> pd.DataFrame:
+    """Every value as a string, keeping missing values (None/NaN) missing."""
+    return df.apply(lambda col: col.map(lambda v: v if v is None or v is pd.NA or (isinstance(v, float) and v != v)
+                                        else (v.isoformat() if hasattr(v, "isoformat") else str(v))))
+
+
+def read_parquet(p: Path) -> pd.DataFrame:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        raise InputDataError("reading Parquet needs pyarrow (pip install pyarrow)", reason="invalid-input") from None
+    try:
+        return pq.read_table(p).to_pandas()
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise InputDataError(f"{p}: not a readable Parquet file ({str(exc)[:80]})", reason="invalid-input") from None
+
+
 def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """Read a CSV (separator sniffed: ``,`` or ``;``) or a ``.jsonl`` file; all values as strings."""
+    """Read a CSV (separator sniffed: ``,`` or ``;``), ``.jsonl`` or ``.parquet`` file; all values as strings.
+
+    ``frame.attrs["first_line"]`` is the file line of the first row (2 after a header row).
+    """
     p = Path(path)
     if not p.exists():
         raise InputDataError(f"input file not found: {p}", reason="file-not-found")
     if p.stat().st_size == 0:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     if p.suffix in {".jsonl", ".ndjson"}:
-        df = pd.DataFrame.from_records(_json_lines(p))
-        return df.astype({c: str for c in df.columns if df[c].dtype == object})
+        df = _as_text(pd.DataFrame.from_records(_json_lines(p)))
+        df.attrs["first_line"] = 1
+        return df
+    if p.suffix in {".parquet", ".pq"}:
+        df = _as_text(read_parquet(p))
+        if df.empty:
+            raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
+        df.attrs["first_line"] = 1
+        return df
     if sep is None:
         with p.open(encoding="utf-8") as fh:
             head = fh.readline()
@@ -76,4 +162,5 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input") from None
     if df.empty:
         raise InputDataError(f"input is empty: {p} has a header but no rows", reason="empty-input")
+    df.attrs["first_line"] = 1 if columns else 2
     return df

@@ -1,0 +1,117 @@
+"""The station's side of a rejection: the rejects file and the "did you mean" hint.
+
+``push --rejects rejects.csv`` writes every rejected row as it was in the file, preceded by
+``reject_line``, ``reject_reason`` and ``reject_message``; after fixing the values the clerk pushes
+the same file again (push ignores the three ``reject_`` columns). A ``.jsonl`` rejects file holds
+the original objects with the same three keys added. None of this leaves the station's machine:
+the dead-letter topic never sees a value.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from core import contract
+from core.checks import allowed_values
+from core.encoding import Schema
+from core.hierarchies import DateHierarchy, IntervalHierarchy
+from stream.io.rows import REJECT_COLUMNS
+from stream.producer import Rejection
+
+
+class RejectsWriter:
+    """Writes rejected rows as they come (CSV with the input's header, or JSON lines)."""
+
+    def __init__(self, path: str | Path, header: list[str] | None = None) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.jsonl = self.path.suffix in {".jsonl", ".ndjson"}
+        self.count = 0
+        self._fh: TextIO | None = None
+        self._csv: Any = None
+
+    def write(self, row: dict[str, Any], rejection: Rejection) -> None:
+        meta = {"reject_line": rejection.line, "reject_reason": rejection.reason,
+                "reject_message": rejection.message}
+        if self._fh is None:
+            self._fh = self.path.open("w", encoding="utf-8", newline="")
+            if not self.jsonl:
+                cols = [c for c in (self.header or list(row)) if c not in REJECT_COLUMNS]
+                self._csv = csv.DictWriter(self._fh, [*REJECT_COLUMNS, *cols], extrasaction="ignore")
+                self._csv.writeheader()
+        if self.jsonl:
+            self._fh.write(json.dumps({**meta, **row}, default=str) + "\n")
+        else:
+            self._csv.writerow({**meta, **{k: "" if v is None else v for k, v in row.items()}})
+        self.count += 1
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+
+
+class Hints:
+    """Suggests the closest allowed value for a rejected one (cached per column and value)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._allowed: dict[str, list[str]] = {}
+        self._cache: dict[tuple[str, str], str] = {}
+
+    def allowed(self, column: str) -> list[str]:
+        if column not in self._allowed:
+            spec = self.schema.spec
+            if spec.sensitive is not None and column == spec.sensitive.name:
+                values = list(spec.sensitive.severity or {})
+            elif column in self.schema.hierarchies:
+                values = allowed_values(self.schema.hierarchies[column])
+            else:
+                values = []
+            self._allowed[column] = values
+        return self._allowed[column]
+
+    def hint(self, reason: str, column: str, value: str) -> str:
+        key = (column, value)
+        if key not in self._cache:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key] = self._hint(reason, column, value)
+        return self._cache[key]
+
+    def _hint(self, reason: str, column: str, value: str) -> str:
+        spec = self.schema.spec
+        allowed = self.allowed(column)
+        if allowed:
+            folded = {a.casefold(): a for a in allowed}
+            best = folded.get(value.strip().casefold()) or next(
+                iter(difflib.get_close_matches(value, allowed, n=1, cutoff=0.6)), None)
+            return f"did you mean '{best}'?" if best else f"allowed values: {', '.join(allowed[:8])}" + (
+                " ..." if len(allowed) > 8 else "")
+        h = self.schema.hierarchies.get(column)
+        if isinstance(h, IntervalHierarchy):
+            if reason == "invalid-value" and h.integer:
+                return "use a whole number"
+            if h.domain is not None:
+                return f"allowed range {h.domain[0]:g} to {h.domain[1]:g}"
+        fmt = spec.date_format(column)
+        if reason == "invalid-time" and fmt is None:
+            return "expected an ISO-8601 time with a UTC offset, such as 2024-03-01T10:15:00Z"
+        if (reason in {"invalid-value", "ambiguous-date", "invalid-time"} and isinstance(
+                h, DateHierarchy)) or reason == "invalid-time":
+            return f"expected {contract.describe_date_format(fmt)}"
+        return ""
+
+
+def describe(rejection: Rejection, hints: Hints) -> str:
+    """One line for the clerk: line, reason, message, the value and a suggestion."""
+    text = f"line {rejection.line}: {rejection.reason}: {rejection.message}"
+    d = rejection.detail
+    if d is not None:
+        text += f" (got '{d.value}'"
+        hint = hints.hint(rejection.reason, d.column, d.value) if rejection.reason != "duplicate-id" else ""
+        text += f"; {hint})" if hint else ")"
+    return text

@@ -1,0 +1,101 @@
+"""Stream a station's file row by row, in bounded memory, with the line each row starts on.
+
+``push`` uses this instead of :func:`stream.io.tables.read_table` so a file of any size is read,
+validated and sent in chunks: memory depends on the chunk size, never on the file size. Line
+numbers are the ones an editor shows (the header is line 1 of a CSV); Parquet rows are numbered
+from 1. Values are strings as written in the file (CSV) or the JSON values (JSON lines).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from core.errors import InputDataError
+
+# Columns a rejects file adds in front of the original row; push ignores them when a fixed
+# rejects file is pushed again.
+REJECT_COLUMNS = ("reject_line", "reject_reason", "reject_message")
+Row = tuple[int, dict[str, Any]]
+
+
+def _check(p: Path) -> None:
+    if not p.exists():
+        raise InputDataError(f"input file not found: {p}", reason="file-not-found")
+    if p.stat().st_size == 0:
+        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
+
+
+def csv_header(path: str | Path, sep: str | None = None) -> tuple[list[str], str]:
+    """The header row and separator of a CSV (separator sniffed: ``,`` or ``;``)."""
+    with Path(path).open(encoding="utf-8", errors="replace", newline="") as fh:
+        head = fh.readline()
+    sep = sep or (";" if head.count(";") > head.count(",") else ",")
+    return next(csv.reader([head], delimiter=sep, skipinitialspace=True), []), sep
+
+
+def _csv_rows(p: Path, sep: str | None) -> Iterator[Row]:
+    header, sep = csv_header(p, sep)
+    with p.open(encoding="utf-8", errors="replace", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep, skipinitialspace=True)
+        next(reader, None)
+        start = reader.line_num + 1
+        for cells in reader:
+            if cells:
+                row = dict(zip(header, cells))
+                for name in header[len(cells):]:  # a short row: its missing cells are empty
+                    row[name] = ""
+                yield start, row
+            start = reader.line_num + 1
+
+
+def _jsonl_rows(p: Path) -> Iterator[Row]:
+    with p.open(encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputDataError(f"{p}, line {n}: not valid JSON ({exc.msg} at column {exc.colno})",
+                                     reason="malformed-json") from None
+            if not isinstance(obj, dict):
+                raise InputDataError(f"{p}, line {n}: a JSON {type(obj).__name__}, expected an object",
+                                     reason="malformed-json")
+            yield n, obj
+
+
+def _parquet_rows(p: Path, batch_rows: int) -> Iterator[Row]:
+    import pyarrow.parquet as pq
+
+    n = 0
+    for batch in pq.ParquetFile(p).iter_batches(batch_size=batch_rows):
+        for row in batch.to_pylist():
+            n += 1
+            yield n, row
+
+
+def iter_rows(path: str | Path, sep: str | None = None, batch_rows: int = 10_000) -> Iterator[Row]:
+    """``(line, row)`` for every row of a CSV, JSON-lines or Parquet file, without loading it whole."""
+    p = Path(path)
+    _check(p)
+    if p.suffix in {".jsonl", ".ndjson"}:
+        rows: Iterator[Row] = _jsonl_rows(p)
+    elif p.suffix in {".parquet", ".pq"}:
+        rows = _parquet_rows(p, batch_rows)
+    else:
+        rows = _csv_rows(p, sep)
+    for line, row in rows:
+        for c in REJECT_COLUMNS:
+            row.pop(c, None)
+        yield line, row
+
+
+def chunks(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
+    """Consecutive lists of at most ``size`` rows."""
+    while chunk := list(itertools.islice(rows, size)):
+        yield chunk

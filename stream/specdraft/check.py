@@ -1,0 +1,162 @@
+"""``anonstream spec check``: how a file fits a spec, before anything runs.
+
+Per used column: missing values (and what the spec's policy does with them), values that do not
+parse (numbers, whole numbers, dates in the declared format, ambiguous dates), values outside the
+hierarchy, offences missing from the severity table; identifiers that would be released (a
+pass-through or QI column that looks like one); and a feasibility estimate: the rows the
+``optimal`` engine would suppress at the requested k. Verdicts come from core/checks.py, the same
+rules the batch reader and the stream apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core import checks, contract
+from core.encoding import Schema
+from core.errors import AnonymizationError
+from core.schema import DatasetSpec
+from stream.specdraft.profile import IDENTIFIER_PATTERNS, match
+
+LABELS = {checks.NOT_A_NUMBER: "unparseable", checks.NOT_WHOLE: "unparseable", checks.BAD_DATE: "unparseable",
+          checks.AMBIGUOUS_DATE: "unparseable", checks.NOT_IN_HIERARCHY: "outside"}
+
+
+@dataclass
+class ColumnCheck:
+    name: str
+    role: str
+    kind: str
+    missing: int = 0
+    unparseable: int = 0
+    outside: int = 0
+    examples: list[str] = field(default_factory=list)
+    note: str = ""
+    problem: bool = False
+
+
+@dataclass
+class CheckReport:
+    rows: int
+    columns: list[ColumnCheck] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    bad_rows: int = 0
+    dropped_missing: int = 0
+    feasibility: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+
+def _examples(values: pd.Series, mask: np.ndarray, limit: int = 3) -> list[str]:
+    return [repr(v) for v in pd.unique(values[mask].astype(str))[:limit]]
+
+
+def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: float) -> CheckReport:
+    spec = schema.spec
+    fmt = spec.input
+    report = CheckReport(rows=len(frame))
+    absent = [c for c in spec.used_columns() if c not in frame.columns]
+    if absent:
+        report.problems.append(f"column(s) named in the spec are not in the file: {', '.join(absent)}")
+        return report
+    applied = frame.copy()  # the rows as the contract reads them (missing values as their leaf)
+    bad = np.zeros(len(frame), dtype=bool)
+    gone_any = np.zeros(len(frame), dtype=bool)
+    policy = fmt.missing_policy
+    roles = [(q.name, "qi", q.type.value) for q in spec.qi]
+    if spec.sensitive:
+        roles.append((spec.sensitive.name, "sensitive", "text"))
+    roles += [(c, "passthrough", "text") for c in spec.passthrough]
+    for name, role, kind in roles:
+        col = frame[name]
+        cc = ColumnCheck(name, role, kind)
+        gone = contract.missing_mask(col, fmt.missing)
+        cc.missing = int(gone.sum())
+        gone_any |= gone
+        values = col.where(~pd.Series(gone, index=col.index), fmt.missing_label) if policy == "leaf" else col
+        applied[name] = values
+        judged = ~gone if policy != "leaf" else np.ones(len(col), dtype=bool)
+        if role == "qi":
+            verdict = checks.value_problems(schema.hierarchies[name], values.astype(str))
+            verdict[~judged] = checks.OK
+            for reason, label in LABELS.items():
+                hit = verdict == reason
+                setattr(cc, label, getattr(cc, label) + int(hit.sum()))
+            wrong = verdict != checks.OK
+            bad |= wrong
+            cc.examples = _examples(values, wrong)
+            amb = int((verdict == checks.AMBIGUOUS_DATE).sum())
+            if amb:
+                cc.note = f"{amb} ambiguous date(s): declare format"
+            if match(name, IDENTIFIER_PATTERNS):
+                cc.note, cc.problem = "looks like a direct identifier: it would be released generalized", True
+        elif role == "sensitive" and spec.sensitive and spec.sensitive.severity is not None \
+                and spec.sensitive.default_severity is None:
+            unknown = judged & ~values.astype(str).str.strip().isin(list(spec.sensitive.severity)).to_numpy()
+            cc.outside = int(unknown.sum())
+            cc.examples = _examples(values, unknown)
+            if cc.outside:
+                cc.note = "offence(s) not in the severity table"
+            bad |= unknown
+        elif role == "passthrough":
+            uniq = col[~gone].nunique() / max(int((~gone).sum()), 1)
+            if match(name, IDENTIFIER_PATTERNS) or (uniq >= 0.9 and col[~gone].nunique() >= 20):
+                cc.note, cc.problem = "looks like an identifier and would be released unchanged", True
+        if cc.missing and policy == "error":
+            cc.problem = True
+            cc.note = cc.note or "missing values refused (on_missing = \"error\")"
+        cc.problem = cc.problem or bool(cc.unparseable or cc.outside)
+        report.columns.append(cc)
+    for cc in report.columns:
+        if cc.problem:
+            report.problems.append(f"{cc.name}: " + (cc.note or f"{cc.unparseable} unparseable, {cc.outside} outside"))
+    _keys(frame, spec, report)
+    report.bad_rows = int(bad.sum())
+    keep = ~bad
+    if policy == "drop":
+        report.dropped_missing = int((gone_any & ~bad).sum())
+        keep &= ~gone_any
+    elif policy == "error":
+        keep &= ~gone_any
+    report.feasibility = _feasibility(applied[keep], schema, k, max_suppression, report)
+    return report
+
+
+def _keys(frame: pd.DataFrame, spec: DatasetSpec, report: CheckReport) -> None:
+    for key in ("id_column", "time_column", "station_column"):
+        col = getattr(spec, key)
+        if col is not None and col not in frame.columns:
+            report.problems.append(f"{key} '{col}' is not a column of the file")
+    idc = spec.id_column
+    if idc in frame.columns:
+        dup = int(frame[idc].duplicated().sum())
+        if dup:
+            report.problems.append(f"id_column '{idc}': {dup} repeated report id(s)")
+
+
+def _feasibility(rows: pd.DataFrame, schema: Schema, k: int, max_suppression: float, report: CheckReport) -> str:
+    if rows.empty:
+        report.problems.append("no row fits the spec")
+        return "no rows to anonymize"
+    from core.encoding import encode
+    from core.engines.registry import get_engine, make_params
+
+    try:
+        batch = encode(rows, schema)
+        sizes = rows.groupby(schema.qi_names, dropna=False, sort=False)[schema.qi_names[0]].transform("size")
+        small = int((sizes < k).sum())
+        engine = get_engine("optimal")
+        params = make_params(engine, {"k": k, "max_suppression": max_suppression})
+        release = engine.anonymize(batch, params, np.random.default_rng(0))
+    except AnonymizationError as exc:
+        report.problems.append(f"feasibility: {exc.message}")
+        return f"not feasible: {exc.message}"
+    levels = release.diagnostics.get("levels")
+    return (f"{len(rows)} usable rows; {small} are in classes smaller than k={k} without generalization; "
+            f"optimal at k={k}, max suppression {max_suppression:g}: suppresses {len(release.suppressed)} row(s)"
+            + (", levels " + ", ".join(f"{q} {int(v)}" for q, v in levels.items()) if isinstance(levels, dict) else ""))

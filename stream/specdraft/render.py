@@ -1,0 +1,98 @@
+"""Write a :class:`~stream.specdraft.draft.Draft` as a commented TOML spec a person can review."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from stream.specdraft.draft import Draft
+
+
+def q(s: str) -> str:
+    """A TOML basic string (JSON escapes are valid TOML escapes)."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, str):
+        return q(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{q(k)} = {value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def _rows(rows: list[list[str]]) -> str:
+    return "[\n" + "".join(f"    {value(r)},\n" for r in rows) + "]"
+
+
+def render(d: Draft, source: str, sampled: bool) -> str:
+    out = [f"# Drafted by `anonstream spec draft` from {source} ({d.rows} rows{', a sample' if sampled else ''}).",
+           "# Review every role below; `anonstream spec check FILE --spec THIS` shows how the data fits.",
+           "# Rules: docs/spec.md, 'How spec draft decides'.", ""]
+    out.append(f"name = {q(d.name)}")
+    out.append("")
+    for role, title in (("identifier", "Direct identifiers: dropped before anything else"),
+                        ("passthrough", "Pass-through: released unchanged"),
+                        ("dropped", "Not listed anywhere, so never released")):
+        cols = d.role(role)
+        out.append(f"# {title}:")
+        for c in cols:
+            out.append(f"#   {c.name}: {c.why}")
+        if not cols:
+            out.append("#   (none)")
+        if role == "identifier":
+            out.append(f"identifiers = {value([c.name for c in cols])}")
+        elif role == "passthrough":
+            out.append(f"passthrough = {value([c.name for c in cols])}")
+        out.append("")
+    out.append('unknown = "error"   # a value outside a hierarchy is refused, never released')
+    for key, (col, why) in d.keys.items():
+        out.append(f"{key} = {q(col)}   # {why}")
+    out.append("")
+    out.append("[input]")
+    out.append(f"missing = {value(d.missing_tokens)}   # cells that mean 'missing' besides empty ones")
+    if d.missing_why:
+        out.append(f"# {d.missing_why}")
+    out.append(f"on_missing = {q(d.on_missing)}   # error | drop (rows dropped and counted) | leaf")
+    if d.dates:
+        out.append(f"dates = {value(d.dates)}   # dropped, but checked: a value that is not a date is refused")
+    out.append("")
+    for c in d.role("qi"):
+        assert c.qi is not None
+        out.append(f"# {c.name}: {c.why}")
+        out.append(f"# hierarchy: {c.how}")
+        out.append("[[qi]]")
+        out.append(f"name = {q(c.name)}")
+        out.append(f"type = {q(c.qi['type'])}")
+        out.append("weight = 1")
+        h = {k: v for k, v in c.qi["hierarchy"].items() if v is not None}
+        if "rows" in h:
+            out.append(f"hierarchy = {{ rows = {_rows(h['rows'])} }}")
+        elif "tree" in h:
+            out.append("")
+            out.append("[qi.hierarchy.tree]")
+            for group, leaves in h["tree"].items():
+                out.append(f"{q(group)} = {value(leaves)}")
+        else:
+            out.append(f"hierarchy = {value(h)}")
+        out.append("")
+    sens = d.role("sensitive")
+    if sens:
+        out.append(f"# {sens[0].name}: {sens[0].why}")
+        out.append(f"# severity: {d.severity_how}")
+        out.append("[sensitive]")
+        out.append(f"name = {q(sens[0].name)}")
+        out.append("")
+        out.append("[sensitive.severity]")
+        for v, s in d.severity.items():
+            note = d.severity_note.get(v)
+            out.append(f"{q(v)} = {s}" + (f"   # {note}" if note else ""))
+    else:
+        out.append("# No sensitive attribute found by name (offence, charge, crime, diagnosis, income...).")
+    return "\n".join(out) + "\n"
