@@ -54,9 +54,9 @@ AMBIGUOUS = "ambiguous"
 def _strict(text: str, pattern: str) -> datetime | None:
     try:
         when = datetime.fromisoformat(text) if pattern == "ISO8601" else datetime.strptime(text, pattern)
-    except ValueError:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # OverflowError: an offset pushing year 1 below the range
         return None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def parse_date(text: str, fmt: str | None) -> datetime | str | None:

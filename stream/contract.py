@@ -10,7 +10,7 @@ value travels separately in :class:`RejectDetail` for the station's own screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from core import contract
 from core.errors import AnonymizationError
@@ -58,7 +58,7 @@ def event_time(spec: DatasetSpec, column: str, text: str) -> datetime | tuple[st
             return "invalid-time", f"field '{column}' is not an ISO-8601 time"
         if when.tzinfo is None:
             return "invalid-time", f"field '{column}' has no UTC offset (use ...Z)"
-        return when.astimezone(UTC)
+        return when  # aware; converted to UTC by the caller's plausibility check
     when = contract.parse_date(text, fmt)
     if not isinstance(when, datetime):
         return "invalid-time", f"field '{column}' is not a time in the declared format " \

@@ -63,6 +63,8 @@ def _jsonl_rows(p: Path) -> Iterator[Row]:
             except json.JSONDecodeError as exc:
                 raise InputDataError(f"{p}, line {n}: not valid JSON ({exc.msg} at column {exc.colno})",
                                      reason="malformed-json") from None
+            except RecursionError:
+                raise InputDataError(f"{p}, line {n}: JSON nested too deeply", reason="malformed-json") from None
             if not isinstance(obj, dict):
                 raise InputDataError(f"{p}, line {n}: a JSON {type(obj).__name__}, expected an object",
                                      reason="malformed-json")
