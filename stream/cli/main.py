@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stations": ("stream.cli.registry", "register, list or remove the stations allowed to push"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
+    "keys": ("stream.cli.keys", "print the public key analysts verify releases with, or a new secret"),
 }
 
 DESCRIPTION = """\
