@@ -116,10 +116,13 @@ class Scenario:
 
     def public_key(self) -> Any:
         """The public half of the workers' signing key (embedded: generated under the scenario's folder)."""
+        from stream.settings import secret_value
         from stream.signing import consumer_public_key, load_private_key
 
-        load_private_key(None, self.workdir, False)
-        return consumer_public_key(None, None, self.workdir)
+        secret = secret_value(self.settings.signing_key)
+        if secret is None:
+            load_private_key(None, self.workdir, False)
+        return consumer_public_key(None, secret, self.workdir)
 
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("worker-*.log")))
