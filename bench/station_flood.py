@@ -42,12 +42,14 @@ from tests.stream.reports import day_of_reports  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 KEY = "9f2c4e71a0b35d86c1e7f04a92b3d5e6a7c8f9012b3c4d5e6f708192a3b4c5d6"
+SIGNING_KEY = "3c5e7a9b1d2f4a6c8e0b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c"
 
 
 def run(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, flood: int, mode: str) -> dict[str, Any]:
     overrides: dict[str, Any] = {"fingerprint_key": KEY}
     if mode == "registered":
         overrides["mode"] = "production"
+        overrides["signing_key"] = SIGNING_KEY
     else:
         overrides["register_stations"] = "first-sight"
     sc = Scenario(kafka, pg, workdir, **overrides)

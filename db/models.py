@@ -99,6 +99,7 @@ class Window(Base):
     last_input_at: Mapped[datetime] = mapped_column(UTCDateTime())
     claimed_by: Mapped[str | None] = mapped_column(String(120))
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime())  # renewed by the closing worker
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     release_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -152,6 +153,7 @@ class Release(Base):
     state: Mapped[str] = mapped_column(String(16), default="stored", index=True)
     publish_claimed_by: Mapped[str | None] = mapped_column(String(120))
     publish_claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    publish_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime())  # renewed while publishing
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     published_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     publish_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -2,8 +2,8 @@
 
 Guarantees (enforced by the database, not only by the caller):
 
-* a window is closed by one worker at a time (conditional ``UPDATE ... WHERE state = 'open'``; an
-  abandoned claim expires after ``claim_timeout_s``);
+* a window is closed by one worker at a time: its claim is a lease renewed by the holder, and the
+  ledger writes of a window are fenced by that claim (:mod:`db.claims`);
 * the release row, its records, its released fingerprints and the pool/window state changes are
   written in ONE transaction; the fingerprint is the primary key of ``released_fingerprints``, so a
   report can never be released twice, and pool rows move ``pending -> released`` only if still
@@ -16,13 +16,16 @@ Guarantees (enforced by the database, not only by the caller):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from db.bulk import bulk_insert, update_where_ids, values_present
+from db.claims import ClaimRepository, LostClaim, adopt_carried, fence
+
+__all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "StoredRelease"]
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
 from db.session import Database
 
@@ -80,43 +83,24 @@ def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datet
         _bump(s, station, "link-guard", rule, n, now)
 
 
-class ReleaseRepository:
+class ReleaseRepository(ClaimRepository):
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    # --- windows -----------------------------------------------------------------------------------
-    def claim_window(self, window_id: str, worker: str, now: datetime, timeout_s: float,
-                     reason: str) -> Window | None:
-        stale = now - timedelta(seconds=timeout_s)
-        with self.db.unit() as s:
-            res = s.execute(update(Window).where(
-                Window.id == window_id,
-                or_(Window.state == "open", (Window.state == "closing") & (Window.claimed_at < stale)))
-                .values(state="closing", claimed_by=worker, claimed_at=now, close_reason=reason))
-            if res.rowcount != 1:
-                return None
-            return s.get(Window, window_id)
-
+    # --- windows (claims and leases: db/claims.py) ---------------------------------------------------
     def window(self, window_id: str) -> Window | None:
         with self.db.read() as s:
             return s.get(Window, window_id)
 
-    def stale_closing(self, now: datetime, timeout_s: float) -> list[str]:
-        stale = now - timedelta(seconds=timeout_s)
-        with self.db.read() as s:
-            return list(s.execute(select(Window.id).where(Window.state == "closing",
-                                                          Window.claimed_at < stale)).scalars())
-
     def candidates(self, window: Window) -> list[Candidate]:
-        """Pending reports of this window plus those carried over from earlier closed windows of its key."""
+        """Pending reports of this window, including those carried over from earlier closed windows of its
+        key: the claim adopted them (:meth:`ClaimRepository.claim_window`), so no other window draws them."""
         p = PendingReport
-        with self.db.read() as s:
+        with self.db.unit() as s:  # reports carried by a window of the key that closed since the claim, too
+            adopt_carried(s, window.id, window.key)
             rows = s.execute(
                 select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp)
-                .join(Window, p.window_id == Window.id)
-                .where(p.window_key == window.key, p.state == "pending",
-                       or_(p.window_id == window.id, Window.state.in_(("carried", "released", "empty"))))
-                .order_by(p.id)).all()
+                .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
         return [Candidate(*r) for r in rows]
 
     def released_persons(self, person_fps: list[str]) -> set[str]:
@@ -132,9 +116,13 @@ class ReleaseRepository:
             return values_present(s, ReleasedFingerprint.fingerprint, fingerprints)
 
     def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
-                      blocked_ids: list[int] = ()) -> None:  # type: ignore[assignment]
-        """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``."""
+                      blocked_ids: list[int] = (), worker: str | None = None) -> None:  # type: ignore[assignment]
+        """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``.
+
+        With ``worker``, only while that worker still holds the window's claim (:class:`LostClaim`)."""
         with self.db.unit() as s:
+            if worker is not None:
+                fence(s, window_id, worker)
             pending = PendingReport.__table__
             update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending", {"state": "blocked"})
             s.execute(update(Window).where(Window.id == window_id)
@@ -144,11 +132,20 @@ class ReleaseRepository:
                                  detail={"reason": reason}))
 
     # --- the release transaction ------------------------------------------------------------------
-    def store(self, rel: StoredRelease, worker: str, now: datetime) -> bool:
-        """Write the release atomically. Returns False if it was already stored (idempotent)."""
+    def store(self, rel: StoredRelease, worker: str, now: datetime, lease_s: float = 10.0,
+              fenced: bool = True) -> bool:
+        """Write the release atomically. Returns False if it was already stored (idempotent).
+
+        ``fenced``: only while ``worker`` holds the window's claim (else :class:`LostClaim`, nothing
+        written). The publishing claim starts now (the store's own clock, not ``now``, which is when
+        the window was claimed), with a lease of ``lease_s``.
+        """
+        stamp = datetime.now(UTC)
         with self.db.unit() as s:
             if s.execute(select(Release.id).where(Release.id == rel.id)).first() is not None:
                 return False
+            if fenced:
+                fence(s, rel.window_id, worker)
             c = rel.counts
             s.execute(insert(Release).values(
                 id=rel.id, window_id=rel.window_id, window_key=rel.window_key, stations=rel.stations,
@@ -157,7 +154,8 @@ class ReleaseRepository:
                 verification=rel.verification, received=c["received"], released=c["released"],
                 suppressed=c["suppressed"], held_back=c["held_back"], blocked=c.get("blocked", 0),
                 checksum=rel.checksum, manifest=rel.manifest, state="stored", publish_claimed_by=worker,
-                publish_claimed_at=now, created_at=now, publish_count=0))
+                publish_claimed_at=stamp, publish_lease_until=stamp + timedelta(seconds=lease_s), created_at=now,
+                publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
             contents = rel.content_fps or [None] * len(rel.fingerprints)
             if rel.unique_content:  # re-release of released content is refused (docs/privacy.md, composition)
@@ -182,29 +180,7 @@ class ReleaseRepository:
                              detail={"window": rel.window_id, "counts": c}))
         return True
 
-    # --- publishing --------------------------------------------------------------------------------
-    def claim_unpublished(self, worker: str, now: datetime, timeout_s: float,
-                          skip_windows: frozenset[str] = frozenset()) -> list[str]:
-        """Stored releases to (re-)publish: this worker's own or abandoned claims, except releases of
-        ``skip_windows`` (windows the caller is closing and will publish itself)."""
-        stale = now - timedelta(seconds=timeout_s)
-        mine = or_(Release.publish_claimed_by == worker, Release.publish_claimed_at < stale,
-                   Release.publish_claimed_by.is_(None))
-        with self.db.read() as s:
-            found = s.execute(select(Release.id, Release.window_id).where(Release.state == "stored", mine)
-                              .order_by(Release.created_at)).all()
-        ids = [rid for rid, window_id in found if window_id not in skip_windows]
-        claimed = []
-        if not ids:
-            return claimed
-        with self.db.unit() as s:
-            for rid in ids:
-                res = s.execute(update(Release).where(Release.id == rid, Release.state == "stored", mine)
-                                .values(publish_claimed_by=worker, publish_claimed_at=now))
-                if res.rowcount == 1:
-                    claimed.append(rid)
-        return claimed
-
+    # --- publishing (claims: db/claims.py) -------------------------------------------------------
     def load(self, release_id: str) -> tuple[dict[str, Any], list[str], list[list[Any]]]:
         """The stored manifest, columns and rows of a release."""
         with self.db.read() as s:

@@ -215,7 +215,7 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
             s.execute(insert(Window).values(id=window_id, key=f"batch:{name}", start=now, end=now, seq=0,
                                             state="released", close_reason="batch", count=len(hist.report),
                                             duplicates=0, last_input_at=now, closed_at=now, created_at=now))
-        repo.store(stored, ACTOR, now)
+        repo.store(stored, ACTOR, now, fenced=False)  # a batch run holds no window claim
     except (ReleaseConflict, IntegrityError) as exc:  # another run or window released some of it meanwhile
         text = str(exc) if isinstance(exc, ReleaseConflict) else "a report was released meanwhile"
         raise AnonymizationError(f"ledger: {text}; nothing was written, run again",

@@ -32,13 +32,24 @@ from core.engines.base import PRIVATE_DIAGNOSTICS
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
-from db import Candidate, Database, PoolRepository, ReleaseConflict, ReleaseRepository, StoredRelease, WindowPolicy
+from db import (
+    Candidate,
+    Database,
+    LostClaim,
+    PoolRepository,
+    ReleaseConflict,
+    ReleaseRepository,
+    StoredRelease,
+    WindowPolicy,
+)
 from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
+from stream.faults import crash_at
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
 from stream.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
-from stream.settings import Settings
+from stream.settings import Settings, secret_value
+from stream.signing import load_private_key, sign_manifest
 
 log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")
@@ -98,6 +109,8 @@ class Orchestrator:
         spec = schema.spec
         self._encoded: dict[str, tuple[bytes, list[bytes]]] = {}  # stored, not yet published (this process)
         self._encoded_lock = threading.Lock()
+        self.signer = load_private_key(secret_value(settings.signing_key), settings.data_dir,
+                                       settings.mode == "production")
         self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
                         *spec.passthrough]
 
@@ -137,7 +150,7 @@ class Orchestrator:
     def due(self, now: datetime) -> list[tuple[str, str]]:
         """Windows to close now (due or abandoned by a crashed closer), with why."""
         ids = [(w, "due") for w in due_windows(self.db, self.policy, self.settings.idle_timeout_s, now)]
-        return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_timeout_s)]
+        return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s)]
 
     def close_due(self, now: datetime | None = None) -> list[str]:
         """Close every due window (and abandoned claims); returns the ids of releases stored."""
@@ -156,7 +169,7 @@ class Orchestrator:
 
     def claim(self, window_id: str, why: str, now: datetime) -> Window | None:
         """Claim a due window for this worker (None when another worker holds a live claim)."""
-        return self.repo.claim_window(window_id, self.worker, now, self.settings.claim_timeout_s, why)
+        return self.repo.claim_window(window_id, self.worker, now, self.settings.claim_lease_s, why)
 
     def release_window(self, window: Window, now: datetime,
                        on_verified: Callable[[], None] | None = None) -> str | None:
@@ -165,12 +178,15 @@ class Orchestrator:
         ``on_verified`` is called once the release has passed verification, before the ledger write:
         the CPU-bound part is over (the worker frees the window's release slot then).
         """
-        for _attempt in range(3):
-            try:
-                return self._release(window, now, on_verified)
-            except ReleaseConflict as exc:
-                log.warning("window %s: %s; recomputing", window.id, exc)
-        self._finish(window, "held", "kept conflicting with concurrent releases", now)
+        try:
+            for _attempt in range(3):
+                try:
+                    return self._release(window, now, on_verified)
+                except ReleaseConflict as exc:
+                    log.warning("window %s: %s; recomputing", window.id, exc)
+            self._finish(window, "held", "kept conflicting with concurrent releases", now)
+        except LostClaim:  # our lease ran out and another worker took the window over: it releases it
+            log.warning("window %s: claim lost to another worker; leaving the window to it", window.id)
         return None
 
     def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int], dict[tuple[str, str], int]]:
@@ -234,6 +250,7 @@ class Orchestrator:
             params = make_params(engine, values)
             batch = encode(frame, self.schema)
             t1 = time.perf_counter()
+            crash_at("anonymize", s.fault_point)
             release = engine.anonymize(batch, params, np.random.default_rng([seed, 1]))
             timings["anonymize_s"] = time.perf_counter() - t1
         except InfeasibleError as exc:
@@ -266,7 +283,7 @@ class Orchestrator:
         """Close a window without a release. Its reports stay pending (blocked ones too: they are counted
         as blocked in the manifest of the release that next considers them, never in no manifest), and
         its tally of duplicates moves to the key's next open window, whose manifest will count them."""
-        self.repo.finish_window(window.id, state, reason, now)
+        self.repo.finish_window(window.id, state, reason, now, worker=self.worker)  # fenced by our claim
         if window.duplicates:
             carry_duplicates(self.db, window.id, window.key)
 
@@ -309,6 +326,7 @@ class Orchestrator:
             "timings": {k: round(v, 3) for k, v in timings.items()},
             "diagnostics": public_diagnostics(release.diagnostics),
         })
+        manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
             params=clean_json(release.params), seed=seed, k_achieved=k_ach, l_achieved=l_ach,
@@ -320,7 +338,10 @@ class Orchestrator:
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
             unique_content=self.settings.link_guard in ("content", "person"))
         t3 = time.perf_counter()
-        if self.repo.store(stored, self.worker, now) and self.keep_encoded:
+        if not self.repo.store(stored, self.worker, now, self.settings.claim_lease_s):
+            log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id)
+            return None
+        if self.keep_encoded:
             with self._encoded_lock:
                 self._encoded[rid] = (dumps(manifest), encoded)
         log.info("release %s stored: window %s, %d released, %d suppressed, k=%d; %s, store %.2fs", rid, window.id,

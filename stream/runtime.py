@@ -47,6 +47,10 @@ def embedded(settings: Settings, run_migrations: bool = True, watch: bool = Fals
     settings = settings.with_updates(data_dir=settings.data_dir.resolve())
     if settings.fingerprint_key is None:  # create it once here, so every worker gets the same key
         settings = settings.with_updates(fingerprint_key=settings.key_bytes().decode())
+    if settings.signing_key is None:  # likewise the manifest signing key (kept in data_dir/signing.key)
+        from stream.signing import load_private_key
+
+        load_private_key(None, settings.data_dir, settings.mode == "production")
     if settings.embedded_broker:
         from stream.locate import pid_alive, read_state
 

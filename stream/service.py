@@ -9,7 +9,10 @@ At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
 * releases are stored in the ledger in one transaction before anything is published; records are
   published first, then the manifest; then the release is marked published. A stored but
   unpublished release (crash in between) is re-published from the database as stored, by the
-  same worker on restart or by any worker once its publishing claim expires.
+  same worker on restart or by any worker once its publishing claim expires;
+* window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` by
+  a task of this worker while it works on them, so they expire only when the worker stops (dies,
+  hangs or loses the database); a window whose release failed is given up at once and retried.
 """
 
 from __future__ import annotations
@@ -26,13 +29,17 @@ from typing import Any
 
 from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
+from stream.faults import crash_at
 from stream.guards import Limits
+from stream.leases import LeaseKeeper
 from stream.logs import ctx
 from stream.metrics import WorkerMetrics
 from stream.records import dead_letter, dumps, record_messages
 from stream.release import Orchestrator, window_policy
 from stream.release_pool import ReleasePool, ThreadReleases
 from stream.settings import Settings
+from stream.signing import sign_manifest
+from stream.throttle import FailureLog
 from stream.validate import ReportValidator, screen_batch
 
 log = logging.getLogger(__name__)
@@ -75,11 +82,14 @@ class WorkerService:
         self._release_s: dict[str, float] = {}  # release id -> seconds its release call took (metrics)
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
-        self._closing: set[str] = set()  # windows this worker is closing now (until published)
         self._computing = 0  # of those, windows still sampling / anonymizing / verifying: the release slots
         self._tasks: set[asyncio.Future[None]] = set()
         self._last_beat = 0.0
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
+        self._retry_at: dict[str, tuple[float, int]] = {}  # window -> (not before, failures) after a failure
+        self.failures = FailureLog(log)
+        self.leases = LeaseKeeper(self.repo, self.worker, settings.claim_lease_s, self.failures)
+        self._closing = self.leases.closing  # windows this worker is closing now (until published)
 
     # --- ingest ------------------------------------------------------------------------------------
     async def handle_batch(self, values: list[bytes | None], send: SendFn) -> None:
@@ -121,13 +131,15 @@ class WorkerService:
         delay, deadline = 0.2, time.monotonic() + 60.0
         while True:
             try:
-                return await asyncio.to_thread(self.pool.ingest_isolating, accepted, rejections, now)
+                result = await asyncio.to_thread(self.pool.ingest_isolating, accepted, rejections, now)
+                self.failures.recovered("pending pool write")
+                return result
             except Exception as exc:  # database down: retry, never let faust ack an unpersisted batch
                 if time.monotonic() > deadline:
                     log.critical("pending pool unwritable for 60 s (%s); exiting without committing offsets",
                                  type(exc).__name__)
                     os._exit(75)
-                log.error("pending pool write failed (%s: %s); retrying", type(exc).__name__, str(exc)[:200])
+                self.failures.failed("pending pool write", exc, "pending pool write failed; retrying")
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -160,27 +172,40 @@ class WorkerService:
         """
         if self._tick_lock.locked():
             return []
+        self.leases.start()
         async with self._tick_lock:
-            await self._beat()
-            free = self.settings.release_concurrency - self._computing
-            if free > 0:
-                for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
-                    if free <= 0:
-                        break
-                    if wid in self._closing:
-                        continue
-                    t0 = time.perf_counter()
-                    window = await asyncio.to_thread(self.orchestrator.claim, wid, why, datetime.now(UTC))
-                    self.metrics.stage.labels("claim").observe(time.perf_counter() - t0)
-                    if window is None:
-                        continue
-                    free -= 1
-                    self._closing.add(wid)
-                    self._computing += 1
-                    task = asyncio.ensure_future(self._release_and_publish(window, send))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-            return await self.publish_pending(send)
+            try:
+                await self._beat()
+                await self._claim_due(send)
+                done = await self.publish_pending(send)
+            except Exception as exc:  # database or broker down: windows stay in the DB; logged once per interval
+                self.failures.failed("window tick", exc, "window tick failed; retrying at the next tick")
+                return []
+            self.failures.recovered("window tick")
+            return done
+
+    async def _claim_due(self, send: SendFn) -> None:
+        """Claim due windows while release slots are free and release each in the background."""
+        free = self.settings.release_concurrency - self._computing
+        if free <= 0:
+            return
+        for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
+            if free <= 0:
+                break
+            if wid in self._closing or self._retry_at.get(wid, (0.0, 0))[0] > time.monotonic():
+                continue
+            t0 = time.perf_counter()
+            window = await asyncio.to_thread(self.orchestrator.claim, wid, why, datetime.now(UTC))
+            self.metrics.stage.labels("claim").observe(time.perf_counter() - t0)
+            if window is None:
+                continue
+            crash_at("claim", self.settings.fault_point)
+            free -= 1
+            self._closing.add(wid)
+            self._computing += 1
+            task = asyncio.ensure_future(self._release_and_publish(window, send))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def wait_tick(self, interval: float) -> None:
         """Sleep until the next tick: ``interval`` seconds, or less when a release slot frees up."""
@@ -189,12 +214,13 @@ class WorkerService:
         self._wake.clear()
 
     def close(self) -> None:
-        """Stop the release processes (a window they were releasing is retried after the claim timeout)."""
+        """Stop the release processes (a window they were releasing is retried when its lease runs out)."""
+        self.leases.close()
         self.releases.close()
 
     async def drain(self) -> None:
         """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
-        the claim timeout, which loses nothing)."""
+        be retried when their leases run out, which loses nothing)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
@@ -221,12 +247,16 @@ class WorkerService:
                 self.orchestrator.hand_over(rid, encoded)
             if rid is None:
                 return
-            if self.settings.fault_point == "after-ledger-write":
-                log.critical("fault point after-ledger-write: exiting hard (testing)")
-                os._exit(86)
+            crash_at("after-ledger-write", self.settings.fault_point)
+            self._retry_at.pop(window.id, None)
             await self.publish(rid, send)
-        except Exception:  # the window stays claimed in the database and is retried when the claim expires
-            log.exception("closing window %s failed; it is retried after the claim timeout", window.id)
+        except Exception as exc:  # give the claim up: the window is retried at once (then with a back-off)
+            _, failures = self._retry_at.get(window.id, (0.0, 0))
+            delay = 0.0 if failures == 0 else min(2.0 ** failures, 60.0)
+            self._retry_at[window.id] = (time.monotonic() + delay, failures + 1)
+            self.failures.failed("window release", exc, f"closing window {window.id} failed; retrying in {delay:.0f}s")
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.repo.give_up, window.id, self.worker, datetime.now(UTC))
         finally:
             free_slot()
             self._closing.discard(window.id)
@@ -235,7 +265,7 @@ class WorkerService:
     async def publish_pending(self, send: SendFn) -> list[str]:
         """(Re-)publish stored releases this worker may publish, except those of windows it is closing now."""
         now = datetime.now(UTC)
-        ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_timeout_s,
+        ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_lease_s,
                                       frozenset(self._closing))
         done = []
         for rid in ids:
@@ -251,11 +281,16 @@ class WorkerService:
         """
         s = self.settings
         started = time.perf_counter()
-        manifest, records = await asyncio.to_thread(self._encoded, release_id)
-        key = release_id.encode()
-        await (self.send_many or one_by_one(send))(s.topic_anonymized, key, records)
-        await (await send(s.topic_releases, key, manifest))
-        await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
+        self.leases.publishing.add(release_id)
+        try:
+            manifest, records = await asyncio.to_thread(self._encoded, release_id)
+            key = release_id.encode()
+            await (self.send_many or one_by_one(send))(s.topic_anonymized, key, records)
+            crash_at("mid-publish", s.fault_point)
+            await (await send(s.topic_releases, key, manifest))
+            await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
+        finally:
+            self.leases.publishing.discard(release_id)
         self.stats["published"] += 1
         self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started)
         log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(records),
@@ -266,4 +301,6 @@ class WorkerService:
         if fresh is not None:
             return fresh
         manifest, columns, rows = self.repo.load(release_id)
+        if "signature" not in manifest:  # stored before manifests were signed
+            manifest = sign_manifest(manifest, self.orchestrator.signer)
         return dumps(manifest), [dumps(m) for m in record_messages(release_id, columns, rows)]

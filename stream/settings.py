@@ -6,10 +6,13 @@ Two modes:
   loopback port; no database configured means SQLite under ``data_dir`` (``./var``); a missing
   fingerprint key is generated once and kept in ``data_dir/fingerprint.key`` so fingerprints stay
   stable across restarts.
-* ``production``: ``broker_url``, ``database_url`` and ``fingerprint_key`` are required; secrets have no
-  defaults. :meth:`Settings.check_production` names every missing one in a single error line.
+* ``production``: ``broker_url``, ``database_url``, ``fingerprint_key`` and ``signing_key`` are required;
+  secrets have no defaults. :meth:`Settings.check_production` names every missing one in a single
+  error line, and refuses weak ones: a fingerprint or signing key of fewer than 32 random bytes, an
+  operator token shorter than 24 characters (with how to generate a key).
 
-Secrets (``fingerprint_key``, ``operator_token``) are ``SecretStr`` and never appear in logs or reprs.
+Secrets (``fingerprint_key``, ``signing_key``, ``operator_token``) are ``SecretStr`` and never appear in
+logs or reprs.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from core.errors import AnonymizationError, ParamsError
 
 ENV_PREFIX = "ANONSTREAM_"
-SECRET_FIELDS = ("fingerprint_key", "operator_token", "database_password")
-REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key")
+SECRET_FIELDS = ("fingerprint_key", "operator_token", "database_password", "signing_key")
+REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key", "signing_key")
+MIN_TOKEN_CHARS = 24
+GENERATE_HINT = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
 class Settings(BaseSettings):
@@ -68,7 +73,6 @@ class Settings(BaseSettings):
     tick_interval_s: float = Field(default=1.0, gt=0)
     max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
                                           "hour; reports needing more are dead-lettered as window-rate")
-    claim_timeout_s: float = Field(default=120.0, gt=0, description="a closing window abandoned this long is retried")
     release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once")
     release_processes: bool = Field(default=True, description="release windows in child processes (one per "
                                     "release slot) instead of threads of the worker process")
@@ -109,16 +113,22 @@ class Settings(BaseSettings):
         default=(), description="columns of the content fingerprint when a report has no person columns; "
         "empty = event time, every QI and the sensitive value")
 
-    # --- secrets -----------------------------------------------------------------------------------
+    # --- secrets, signing and claim leases (issue 14: trust) ---------------------------------------
     fingerprint_key: SecretStr | None = None
     operator_token: SecretStr | None = None
+    signing_key: SecretStr | None = Field(default=None, description="Ed25519 private key (64 hex digits) that "
+                                          "signs manifests; embedded: generated once in data_dir/signing.key")
+    release_public_key: str | None = Field(default=None, description="Ed25519 public key (hex) `consume` "
+                                           "verifies manifests with (`anonstream keys public` prints it)")
+    claim_lease_s: float = Field(default=10.0, gt=0, description="lease of a window or publish claim; its "
+                                 "holder renews it every lease/3, so a dead worker's work is retried within it")
 
     # --- worker ------------------------------------------------------------------------------------
     web_host: str = "127.0.0.1"
     web_port: int = Field(default=6066, ge=0, le=65535)
     log_level: str = "info"
-    fault_point: Literal["after-ledger-write"] | None = Field(
-        default=None, description="testing only: exit the worker hard at this point (crash recovery tests)")
+    fault_point: Literal["claim", "anonymize", "after-ledger-write", "mid-publish"] | None = Field(
+        default=None, description="testing only: kill the worker hard at this point (crash recovery tests)")
 
     # --- operations (docs/operations.md) -----------------------------------------------------------
     log_format: Literal["text", "json"] = Field(default="text", description="json: one object per line")
@@ -143,7 +153,22 @@ class Settings(BaseSettings):
     def check_production(self) -> None:
         missing = [f"{ENV_PREFIX}{n.upper()}" for n in REQUIRED_IN_PRODUCTION if getattr(self, n) in (None, "")]
         if missing:
-            raise ParamsError(f"production mode needs {', '.join(missing)} to be set", reason="missing-setting")
+            raise ParamsError(f"production mode needs {', '.join(missing)} to be set ({GENERATE_HINT})",
+                              reason="missing-setting")
+        weak = []
+        for name in ("fingerprint_key", "signing_key"):
+            why = weak_key(secret_value(getattr(self, name)) or "")
+            if why:
+                weak.append(f"{ENV_PREFIX}{name.upper()} {why}")
+        signing = secret_value(self.signing_key) or ""
+        if not weak and not (len(signing) == 64 and all(c in "0123456789abcdefABCDEF" for c in signing)):
+            weak.append(f"{ENV_PREFIX}SIGNING_KEY must be 64 hex digits (an Ed25519 seed)")
+        token = secret_value(self.operator_token)
+        if token is not None and len(token) < MIN_TOKEN_CHARS:
+            weak.append(f"{ENV_PREFIX}OPERATOR_TOKEN is shorter than {MIN_TOKEN_CHARS} characters")
+        if weak:
+            raise ParamsError(f"production mode refuses weak secrets: {'; '.join(weak)} ({GENERATE_HINT})",
+                              reason="weak-secret")
 
     # --- derived values ----------------------------------------------------------------------------
     @property
@@ -248,6 +273,31 @@ def _with_password(url: str, password: SecretStr | None) -> str:
     if parsed.password:
         return url
     return parsed.set(password=password.get_secret_value()).render_as_string(hide_password=False)
+
+
+def weak_key(text: str) -> str | None:
+    """Why ``text`` is not a key of at least 32 random bytes (64+ hex digits, or base64), None if it is."""
+    raw: bytes | None = None
+    if len(text) >= 64 and all(c in "0123456789abcdefABCDEF" for c in text):
+        raw = bytes.fromhex(text[: len(text) // 2 * 2])
+    else:
+        import base64
+        import binascii
+
+        try:
+            raw = base64.b64decode(text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            raw = None
+    if raw is None or len(raw) < 32:
+        return "is not 32 random bytes (64 hex digits or base64)"
+    if len(set(raw)) < 16:  # 32 random bytes have about 30 distinct values; fewer than 16 is not random
+        return "is not random (too few distinct bytes)"
+    return None
+
+
+def secret_value(secret: SecretStr | None) -> str | None:
+    """The value of a secret setting, None when unset or empty."""
+    return secret.get_secret_value() or None if secret is not None else None
 
 
 def load_settings(**overrides: Any) -> Settings:

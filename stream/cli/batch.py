@@ -78,7 +78,10 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     published, order = batch_history.publication(args, release, out_cols, history)
     recorded = batch_history.record(args, history, release, report, published, out_cols)  # before --out
     if args.out:
-        published.to_csv(args.out, index=False)
+        from stream.csvsafe import neutralize_frame
+
+        raw = [c.strip() for c in (args.raw_columns or "").split(",") if c.strip()]
+        neutralize_frame(published, raw).to_csv(args.out, index=False)
     summary = release.summary()
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
@@ -138,7 +141,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-suppression", type=float, default=None, help="fraction of rows that may be suppressed")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="extra engine parameter (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="random seed (engines are deterministic per seed)")
-    p.add_argument("--out", help="write the anonymized rows here (CSV)")
+    p.add_argument("--out", help="write the anonymized rows here (CSV; text cells starting with = + - @ are "
+                   "prefixed with ' so spreadsheets never run them as formulas; numbers are unchanged)")
+    p.add_argument("--raw-columns", help="comma-separated text columns written without that prefix")
     p.add_argument("--report", help="write levels, metrics, risk profile, solution and runtime here (JSON)")
     from core.risk.reidentification import DEFAULT_THRESHOLD
 

@@ -19,7 +19,9 @@ CONSOLE_HELP = """\
 Serve the operator console (HTML pages + JSON API) against the configured database: releases and
 their metrics and plots, pool / DLQ / lag / worker health, and the controls (pause / resume a
 station, re-verify a release from the output topic, release a held window), which need
-ANONSTREAM_OPERATOR_TOKEN. Without a token configured the console is read-only.
+ANONSTREAM_OPERATOR_TOKEN. Without a token configured the console is read-only. In production
+(ANONSTREAM_MODE=production) every page needs the token: browsers sign in at /login, API clients
+send `Authorization: Bearer <token>`; repeated wrong tokens are slowed down and logged.
 
 Example:
   ANONSTREAM_OPERATOR_TOKEN=... anonstream console --port 6067 --database sqlite:///var/demo/anonstream.db
@@ -66,7 +68,8 @@ def cmd_console(args: argparse.Namespace) -> int:
                        need_database=True)
     check_database(settings.db_url())
     if settings.operator_token is None:
-        print("console: no ANONSTREAM_OPERATOR_TOKEN set, controls are disabled (read-only)", flush=True)
+        print("console: no ANONSTREAM_OPERATOR_TOKEN set, " + ("every page answers 403 in production"
+              if settings.mode == "production" else "controls are disabled (read-only)"), flush=True)
     return serve(settings, host=args.host, port=args.port,
                  on_ready=lambda url: print(f"console: serving on {url}", flush=True))
 

@@ -148,8 +148,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
                 write_release_csv(Path(args.out), manifest, records)
 
+        from stream.settings import secret_value
+        from stream.signing import consumer_public_key
+
+        public_key = consumer_public_key(None, secret_value(ready.signing_key), ready.data_dir)
         follower = threading.Thread(target=follow_releases, daemon=True, args=(
-            ready.bootstrap_servers(), ready.topic_releases, ready.topic_anonymized, on_release, stop.is_set))
+            ready.bootstrap_servers(), ready.topic_releases, ready.topic_anonymized, on_release, stop.is_set),
+            kwargs={"public_key": public_key})
         follower.start()
         reports = generate_day(args.stations, args.reports, args.seed, day)
         extra = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])][: args.bad]

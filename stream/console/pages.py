@@ -263,3 +263,12 @@ def result_page(title: str, result: dict[str, Any], back: str) -> str:
 
 def error_page(status: int, message: str) -> str:
     return layout(f"Error {status}", f"<p class=bad>{e(message)}</p>")
+
+
+def login_page(next_path: str, message: str | None = None) -> str:
+    """The production console's sign-in form: the operator token, kept as a session cookie."""
+    note = f"<p class=bad>{e(message)}</p>" if message else ""
+    body = (f"{note}<form method=post action=\"/login\"><input type=hidden name=next value=\"{e(next_path)}\">"
+            '<input type=password name=token placeholder="operator token" autocomplete=off required> '
+            "<button>Sign in</button></form>")
+    return layout("Sign in", body)

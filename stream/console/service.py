@@ -38,9 +38,10 @@ def parse_when(text: str | None, end_of_day: bool = False) -> datetime | None:
             day = datetime.fromisoformat(t).replace(tzinfo=UTC)
             return day + timedelta(days=1) if end_of_day else day
         when = datetime.fromisoformat(t.replace("Z", "+00:00"))
-    except ValueError:
-        raise controls.ControlError(f"'{t}' is not a date (YYYY-MM-DD) or an ISO-8601 time", 400) from None
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a date, or at the edge of the calendar (9999-12-31, 0001-01-01+05:00)
+        raise controls.ControlError(f"'{t[:40]}' is not a date (YYYY-MM-DD) or an ISO-8601 time in range",
+                                    400) from None
 
 
 class ConsoleService(BrokerHealth):

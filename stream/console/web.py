@@ -1,15 +1,15 @@
 """The console's aiohttp application: HTML pages, the JSON API behind each page, and the controls.
 
-Reads are open (read-only by default); every ``POST`` is a control and needs the operator token
-(``ANONSTREAM_OPERATOR_TOKEN``), sent as ``Authorization: Bearer <token>``, ``X-Operator-Token`` or,
-from the HTML forms, a ``token`` form field. No token: 401. A wrong token, or no token configured
-(controls disabled): 403. Tokens are compared in constant time and never logged.
+Every ``POST`` is a control and needs the operator token (``ANONSTREAM_OPERATOR_TOKEN``), sent as
+``Authorization: Bearer <token>``, ``X-Operator-Token`` or, from the HTML forms, a ``token`` form
+field. No token: 401. A wrong token, or no token configured (controls disabled): 403. Reads are open
+in embedded mode; in production they need the token too (:mod:`stream.console.auth`, which also
+slows down repeated wrong tokens). Tokens are compared in constant time and never logged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -19,12 +19,13 @@ from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.console_queries import ReleaseFilter
-from stream.console import pages
+from stream.console import auth, pages
 from stream.console.controls import ControlError
 from stream.console.service import ConsoleService, parse_when
 
 log = logging.getLogger(__name__)
 SERVICE: web.AppKey[ConsoleService] = web.AppKey("console_service", ConsoleService)
+GUARD: web.AppKey[auth.TokenGuard] = web.AppKey("token_guard", auth.TokenGuard)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 API_INDEX = {
     "GET /api/releases?station=&since=YYYY-MM-DD&until=YYYY-MM-DD&engine=&limit=&offset=": "releases list",
@@ -40,6 +41,9 @@ API_INDEX = {
 }
 
 
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _json_error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message, "status": status}, status=status)
 
@@ -49,6 +53,8 @@ async def errors_and_headers(request: web.Request, handler: Handler) -> web.Stre
     html = ((request.method == "GET" and not request.path.startswith("/api/"))
             or (request.method == "POST" and "text/html" in request.headers.get("Accept", "")))
     try:
+        if _CONTROL_CHARS.search(request.path) or any(_CONTROL_CHARS.search(k + v) for k, v in request.query.items()):
+            raise ControlError("control characters are not allowed in the address", 400)
         resp = await handler(request)
     except ControlError as exc:
         resp = (web.Response(text=pages.error_page(exc.status, str(exc)), status=exc.status, content_type="text/html")
@@ -85,29 +91,60 @@ def _svc(request: web.Request) -> ConsoleService:
 # --- token ---------------------------------------------------------------------------------------------
 async def _form(request: web.Request) -> dict[str, str]:
     if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
-        return {k: str(v) for k, v in (await request.post()).items()}
+        try:
+            return _no_nul({k: str(v) for k, v in (await request.post()).items()})
+        except ValueError:  # e.g. multipart without a boundary, or a body that is not a form
+            raise ControlError("request body is not a valid form", 400) from None
     if request.content_type == "application/json" and request.can_read_body:
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ControlError("request body is not valid JSON", 400) from None
-        return {k: str(v) for k, v in body.items()} if isinstance(body, dict) else {}
+        return _no_nul({str(k): str(v) for k, v in body.items()}) if isinstance(body, dict) else {}
     return {}
 
 
-def check_token(request: web.Request, form: dict[str, str]) -> None:
-    auth = request.headers.get("Authorization", "")
-    supplied = (auth[7:].strip() if auth.lower().startswith("bearer ") else "") or \
-        request.headers.get("X-Operator-Token", "").strip() or form.get("token", "").strip()
+def _no_nul(form: dict[str, str]) -> dict[str, str]:
+    if any("\x00" in k or "\x00" in v for k, v in form.items()):
+        raise ControlError("NUL characters are not allowed in a form", 400)
+    return form
+
+
+async def check_token(request: web.Request, form: dict[str, str]) -> None:
+    supplied = auth.supplied_token(request, form)
     if not supplied:
         raise web.HTTPUnauthorized(text="operator token required for controls",
                                    headers={"WWW-Authenticate": 'Bearer realm="anonstream console"'})
-    secret = _svc(request).settings.operator_token
-    expected = secret.get_secret_value() if secret is not None else ""
-    if not expected:
+    guard = request.app[GUARD]
+    if not guard.configured:
         raise web.HTTPForbidden(text="controls are disabled: no operator token is configured")
-    if not hmac.compare_digest(supplied.encode(), expected.encode()):
-        raise web.HTTPForbidden(text="wrong operator token")
+    try:
+        await guard.check(auth.client_address(request), supplied)
+    except auth.WrongToken:
+        raise web.HTTPForbidden(text="wrong operator token") from None
+
+
+async def login_form(request: web.Request) -> web.Response:
+    return web.Response(text=pages.login_page(auth.safe_next(request.query.get("next"))), content_type="text/html")
+
+
+async def login(request: web.Request) -> web.Response:
+    form = await _form(request)
+    target = auth.safe_next(form.get("next"))
+    guard = request.app[GUARD]
+    if not guard.configured:
+        raise web.HTTPForbidden(text="the console has no operator token configured")
+    if not form.get("token", "").strip():
+        return web.Response(text=pages.login_page(target, "enter the operator token"), status=401,
+                            content_type="text/html")
+    try:
+        await guard.check(auth.client_address(request), form.get("token", "").strip())
+    except auth.WrongToken:
+        return web.Response(text=pages.login_page(target, "wrong operator token"), status=403,
+                            content_type="text/html")
+    resp = web.HTTPSeeOther(target)
+    resp.set_cookie(auth.COOKIE, guard.session_value(), httponly=True, samesite="Strict", path="/")
+    raise resp
 
 
 def actor_of(request: web.Request, form: dict[str, str]) -> str:
@@ -119,7 +156,7 @@ def actor_of(request: web.Request, form: dict[str, str]) -> str:
 async def _control(request: web.Request, fn: Callable[[dict[str, str], str], Any], title: str,
                    back: str) -> web.Response:
     form = await _form(request)
-    check_token(request, form)
+    await check_token(request, form)
     result = await asyncio.to_thread(fn, form, actor_of(request, form))
     if request.content_type == "application/x-www-form-urlencoded" and "text/html" in request.headers.get("Accept", ""):
         return web.Response(text=pages.result_page(title, result, back), content_type="text/html")
@@ -246,9 +283,12 @@ async def release_window(request: web.Request) -> web.Response:
 
 
 def create_app(service: ConsoleService) -> web.Application:
-    app = web.Application(middlewares=[errors_and_headers], client_max_size=64 * 1024)
+    guard = auth.TokenGuard(service.settings)
+    app = web.Application(middlewares=[errors_and_headers, auth.make_auth_middleware(guard)], client_max_size=64 * 1024)
     app[SERVICE] = service
+    app[GUARD] = guard
     app.add_routes([
+        web.get("/login", login_form), web.post("/login", login),
         web.get("/", root), web.get("/releases", page_releases), web.get("/releases/{release_id}", page_release),
         web.get("/releases/{release_id}/plots/{name}.svg", plot), web.get("/health", page_health),
         web.get("/audit", page_audit), web.get("/api", api_index), web.get("/api/releases", api_releases),

@@ -51,6 +51,12 @@ class Console(ConsoleThread):
         except urllib.error.HTTPError as exc:
             return exc.code, dict(exc.headers), exc.read().decode()
 
+    def forget_wrong_tokens(self) -> None:
+        """Reset the console's per-client count of wrong tokens (each test starts unpenalized)."""
+        from stream.console.web import GUARD
+
+        self.runner.app[GUARD]._clients.clear()
+
     def get_json(self, path: str) -> Any:
         status, _h, text = self.call("GET", path)
         assert status == 200, (path, status, text[:300])

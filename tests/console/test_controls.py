@@ -11,6 +11,11 @@ from tests.console.conftest import Console
 from tests.console.seed import Seeded, make_held
 
 
+@pytest.fixture(autouse=True)
+def _unpenalized(console: Console) -> None:
+    console.forget_wrong_tokens()  # wrong tokens slow a client down; each test starts afresh
+
+
 def _controls(seeded: Seeded) -> list[str]:
     wid = quote(seeded.held_window, safe="")
     return ["/api/stations/S1/pause", "/api/stations/S1/resume", f"/api/releases/{seeded.releases['S1']}/verify",

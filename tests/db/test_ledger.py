@@ -109,22 +109,25 @@ def test_claims_and_release_transaction(ledger_db) -> None:  # type: ignore[no-u
     cands = repo.candidates(w)
     assert len(cands) == 6
     ids, fps = [c.pool_id for c in cands], [c.fingerprint for c in cands]
-    assert repo.store(_stored(w.id, ids, fps), "b", NOW) is True
+    assert repo.store(_stored(w.id, ids, fps), "b", NOW, lease_s=60) is True
     assert repo.store(_stored(w.id, ids, fps), "b", NOW) is False  # idempotent by release id
     # a second release of the same reports is refused and leaves nothing behind
     pool.ingest([report(50)], [], NOW + timedelta(days=3))
     w2 = next(x for x in windows(ledger_db) if x.id != w.id)
+    assert repo.claim_window(w2.id, "b", NOW, 60, "idle") is not None
     with pytest.raises(ReleaseConflict):
         repo.store(_stored(w2.id, ids[:2], [], rid="r-2"), "b", NOW)
     with ledger_db.read() as s:
         assert s.execute(select(func.count()).select_from(ReleasedFingerprint)).scalar_one() == 6
         assert set(s.execute(select(PendingReport.state)).scalars()) == {"released", "pending"}
-    # publishing is claimed: the storing worker first, others only after the claim expires
-    assert repo.claim_unpublished("c", NOW, 60) == []
-    assert repo.claim_unpublished("b", NOW, 60) == ["r-1"]
-    assert repo.claim_unpublished("c", NOW + timedelta(seconds=61), 60) == ["r-1"]
-    repo.mark_published("r-1", "c", NOW)
-    assert repo.claim_unpublished("c", NOW + timedelta(days=1), 60) == []
+    # publishing is claimed from the moment of the store: the storing worker first, others only after
+    # its lease runs out
+    now = datetime.now(UTC)
+    assert repo.claim_unpublished("c", now, 60) == []
+    assert repo.claim_unpublished("b", now, 60) == ["r-1"]
+    assert repo.claim_unpublished("c", now + timedelta(seconds=61), 60) == ["r-1"]
+    repo.mark_published("r-1", "c", now)
+    assert repo.claim_unpublished("c", now + timedelta(days=1), 60) == []
     manifest, columns, rows = repo.load("r-1")
     assert manifest == {"release_id": "r-1"} and columns == ["class_id", "age"] and len(rows) == 6
 

@@ -29,7 +29,7 @@ class Scenario:
             "spec": spec_ref(), "app_id": f"anonstream-{tag}", "topic_reports": f"t{tag}.crime.reports",
             "topic_dlq": f"t{tag}.crime.reports.dlq", "topic_anonymized": f"t{tag}.crime.anonymized",
             "topic_releases": f"t{tag}.crime.releases", "reports_partitions": 4, "idle_timeout_s": 2.0,
-            "tick_interval_s": 0.5, "claim_timeout_s": 6.0, "fingerprint_key": "test-fingerprint-key",
+            "tick_interval_s": 0.5, "fingerprint_key": "test-fingerprint-key",
             "take_within_s": 0.3, "log_level": "info"}
         values.update(overrides)
         self.settings = Settings(**values)
@@ -75,7 +75,7 @@ class Scenario:
         acc: dict[str, int] = {}
         while time.monotonic() < deadline:
             for w in self.workers:
-                if w.poll() is not None and w.returncode not in (0, 86):
+                if w.poll() is not None and w.returncode not in (0, 86, -9):
                     raise AssertionError(f"worker exited with {w.returncode}: {self.logs()[-3000:]}")
             acc = self.accounting()
             if (sum(acc.get(k, 0) for k in ACCOUNTED) >= self.pushed and acc.get("windows_open", 1) == 0
@@ -107,12 +107,22 @@ class Scenario:
 
     def releases(self) -> tuple[ReleaseAssembler, list[tuple[dict[str, Any], list[dict[str, Any]]]]]:
         """Complete releases as a consumer sees them (manifest + checksum-verified records)."""
-        asm = ReleaseAssembler()
+        asm = ReleaseAssembler(self.public_key())
         for m in self.read_topic(self.settings.topic_releases):
             asm.add_manifest(m)
         for r in self.read_topic(self.settings.topic_anonymized):
             asm.add_record(r)
         return asm, list(asm.complete())
+
+    def public_key(self) -> Any:
+        """The public half of the workers' signing key (embedded: generated under the scenario's folder)."""
+        from stream.settings import secret_value
+        from stream.signing import consumer_public_key, load_private_key
+
+        secret = secret_value(self.settings.signing_key)
+        if secret is None:
+            load_private_key(None, self.workdir, False)
+        return consumer_public_key(None, secret, self.workdir)
 
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("worker-*.log")))

@@ -133,3 +133,19 @@ def test_adult_uci_spec_reads_headerless_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = pd.read_csv(tmp_path / "o.csv", dtype=str)
     assert "fnlwgt" not in out.columns and out["age"].str.startswith("[").any()
+
+
+def test_anonymize_out_neutralizes_formula_cells(tiny, tmp_path):
+    spec, _ = tiny
+    data = tmp_path / "formulas.csv"
+    rows = [{"name": f"p{i}", "age": 20 + i % 30, "colour": ["red", "orange", "blue", "green"][i % 4],
+             "offence": ["=1+2", "@SUM(A1)", "-cmd", "+x", "Theft"][i % 5]} for i in range(40)]
+    pd.DataFrame(rows).to_csv(data, index=False)
+    out, raw = tmp_path / "out.csv", tmp_path / "raw.csv"
+    assert cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "4", "--out",
+               str(out)).returncode == 0
+    offences = set(pd.read_csv(out, dtype=str)["offence"])
+    assert offences == {"'=1+2", "'@SUM(A1)", "'-cmd", "'+x", "Theft"}
+    assert cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "4", "--out",
+               str(raw), "--raw-columns", "offence").returncode == 0
+    assert set(pd.read_csv(raw, dtype=str)["offence"]) == {"=1+2", "@SUM(A1)", "-cmd", "+x", "Theft"}

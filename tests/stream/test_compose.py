@@ -107,14 +107,26 @@ def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no
             assert f"{ENV_PREFIX}{field.upper()}" not in env, field
 
 
+KEY = "5f0e8d1c7b3a29485766f1e2d3c4b5a69788a9bacbdcedfe0f1a2b3c4d5e6f70"
+KEY2 = "c0ffee00d15ea5e5baadf00d1234567890abcdef0fedcba98765432101a2b3c4"
+
+
+def _secret(name: str) -> str:
+    """A strong test secret per secret file (production refuses weak keys): 64 hex digits."""
+    import hashlib
+
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
 def test_production_mode_refuses_missing_secrets() -> None:
     from core.errors import ParamsError
 
-    with pytest.raises(ParamsError, match="ANONSTREAM_FINGERPRINT_KEY"):
+    with pytest.raises(ParamsError, match=r"ANONSTREAM_FINGERPRINT_KEY.*ANONSTREAM_SIGNING_KEY.*token_hex"):
         Settings(mode="production", broker_url="kafka://k:9092", database_url="postgresql://x/y")
-    ok = Settings(mode="production", broker_url="kafka://k:9092", database_url="postgresql://x/y",
-                  fingerprint_key="secret")
-    assert "secret" not in repr(ok) and ok.key_bytes() == b"secret"
+    base = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
+    ok = Settings(**base, fingerprint_key=KEY, signing_key=KEY2)
+    assert KEY not in repr(ok) and ok.key_bytes() == KEY.encode()
+
 
 
 # --- what Kafka, PostgreSQL and the workers require (each of these failed on the first compose file) ---
@@ -180,7 +192,7 @@ def _secret_env(compose: dict[str, Any], service: str, tmp_path: Path) -> dict[s
             assert value == f"/run/secrets/{name}" and name in given, (service, key)
             assert name in compose["secrets"] and "file" in compose["secrets"][name]
             local = tmp_path / name
-            local.write_text(f"{name}-" + "x" * 40 + "\n")
+            local.write_text(_secret(name) + "\n")
             env[key] = str(local)
     return env
 
@@ -198,10 +210,10 @@ def test_every_setting_the_services_need_is_set(compose, service, tmp_path, monk
     settings = load_settings()
     assert settings.mode == "production"
     assert settings.bootstrap_servers() == ["kafka:9092"]
-    assert settings.db_url() == "postgresql+psycopg2://anonstream:postgres_password-" + "x" * 40 + \
+    assert settings.db_url() == f"postgresql+psycopg2://anonstream:{_secret('postgres_password')}" \
         "@postgres:5432/anonstream"
-    assert settings.key_bytes() == b"fingerprint_key-" + b"x" * 40
-    assert settings.operator_token is not None and "x" * 40 not in repr(settings)
+    assert settings.key_bytes() == _secret("fingerprint_key").encode()
+    assert settings.operator_token is not None and _secret("operator_token") not in repr(settings)
     pg = _env(compose["services"]["postgres"])
     # the postgres image refuses to initialize without a password; here it reads the same secret file
     assert pg.get("POSTGRES_PASSWORD_FILE") == "/run/secrets/postgres_password"
@@ -301,3 +313,21 @@ def test_secret_files_and_their_errors(tmp_path, monkeypatch) -> None:  # type: 
     monkeypatch.setenv("ANONSTREAM_OPERATOR_TOKEN_FILE", str(tmp_path / "missing"))
     with pytest.raises(AnonymizationError, match="ANONSTREAM_OPERATOR_TOKEN_FILE: cannot read"):
         load_settings()
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("fingerprint_key", "a", "ANONSTREAM_FINGERPRINT_KEY is not 32 random bytes"),
+    ("fingerprint_key", "secret-but-short", "ANONSTREAM_FINGERPRINT_KEY is not 32 random bytes"),
+    ("fingerprint_key", "0" * 64, "ANONSTREAM_FINGERPRINT_KEY is not random"),
+    ("signing_key", "ab" * 16, "ANONSTREAM_SIGNING_KEY is not 32 random bytes"),
+    ("operator_token", "short-token", "ANONSTREAM_OPERATOR_TOKEN is shorter than 24"),
+])
+def test_production_mode_refuses_weak_secrets_and_says_how_to_make_one(field: str, value: str, says: str) -> None:
+    from core.errors import ParamsError
+
+    values = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y",
+              "fingerprint_key": KEY, "signing_key": KEY2, field: value}
+    with pytest.raises(ParamsError, match=says) as err:
+        Settings(**values)
+    assert "secrets.token_hex(32)" in str(err.value)
+    assert len(value) < 8 or value not in str(err.value)  # a secret is never echoed

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import random
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.consumer import ReleaseAssembler, write_release_csv
 from stream.records import checksum, record_messages
+from stream.signing import sign_manifest
 
 COLUMNS = ["class_id", "age", "sex", "offence"]
+KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
 
 def _release(rid: str, n: int) -> tuple[dict[str, object], list[dict[str, object]]]:
     rows = [[i % 3, f"[{20 + i % 3 * 5}-{24 + i % 3 * 5}]", "*", "Theft"] for i in range(n)]
     msgs = record_messages(rid, COLUMNS, rows)
-    return {"release_id": rid, "records": n, "checksum": checksum(msgs), "columns": COLUMNS}, msgs
+    return sign_manifest({"release_id": rid, "records": n, "checksum": checksum(msgs), "columns": COLUMNS},
+                         KEY), msgs
 
 
 @settings(max_examples=30, deadline=None)
@@ -25,7 +29,7 @@ def test_out_of_order_and_duplicated_delivery_yields_each_release_once(n, dups, 
     manifest, msgs = _release("r-a", n)
     stream = [("r", m) for m in msgs] + [("r", rnd.choice(msgs)) for _ in range(dups)] + [("m", manifest)] * 2
     rnd.shuffle(stream)
-    asm = ReleaseAssembler()
+    asm = ReleaseAssembler(KEY.public_key())
     done = []
     for kind, obj in stream:
         asm.add_manifest(obj) if kind == "m" else asm.add_record(obj)
@@ -37,7 +41,7 @@ def test_out_of_order_and_duplicated_delivery_yields_each_release_once(n, dups, 
 
 def test_incomplete_or_tampered_release_is_not_complete() -> None:
     manifest, msgs = _release("r-b", 10)
-    asm = ReleaseAssembler()
+    asm = ReleaseAssembler(KEY.public_key())
     asm.add_manifest(manifest)
     for m in msgs[:-1]:
         asm.add_record(m)

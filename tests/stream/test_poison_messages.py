@@ -25,11 +25,13 @@ from tests.stream.test_guards import CAUSES, NOW, arbitrary_messages, raw_of
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 STRONG_KEY = "9f2c4e71a0b35d86c1e7f04a92b3d5e6a7c8f9012b3c4d5e6f708192a3b4c5d6"
+SIGNING_KEY = "3c5e7a9b1d2f4a6c8e0b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c"  # production signs manifests
 PER_STATION = 60
 
 
 def _production(kafka, pg, workdir, **extra: Any) -> Scenario:  # type: ignore[no-untyped-def]
-    sc = Scenario(kafka, pg, workdir, mode="production", fingerprint_key=STRONG_KEY, **extra)
+    sc = Scenario(kafka, pg, workdir, mode="production", fingerprint_key=STRONG_KEY,
+                  signing_key=SIGNING_KEY, **extra)
     return sc
 
 

@@ -22,13 +22,13 @@ def _published_view(sc: Scenario) -> tuple[Counter[str], Counter[tuple[str, int]
 
 
 def test_worker_killed_between_ledger_write_and_publish(kafka, pg, tmp_path):  # type: ignore[no-untyped-def]
-    sc = Scenario(kafka, pg, tmp_path, claim_timeout_s=4.0)
+    sc = Scenario(kafka, pg, tmp_path, claim_lease_s=3.0)
     try:
         reports = day_of_reports(2, 200, seed=5)
         sc.push(reports)
         crashing = sc.start_worker(fault_point="after-ledger-write")
         sc.wait_for(lambda: crashing.poll() is not None, timeout=90)
-        assert crashing.returncode == 86, sc.logs()[-2000:]
+        assert crashing.returncode == -9, sc.logs()[-2000:]
         with sc.db.read() as s:
             before = {r.id: (r.state, r.checksum, r.window_id) for r in s.execute(select(Release)).scalars()}
         assert before and all(state == "stored" for state, _, _ in before.values())

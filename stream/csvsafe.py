@@ -1,0 +1,40 @@
+"""CSV cells that a spreadsheet would run as formulas are neutralized before they are written.
+
+A cell whose text starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is prefixed with a
+single quote (OWASP's advice against CSV injection): ``=HYPERLINK(...)`` is written as
+``'=HYPERLINK(...)``. Numbers (int and float values) are never changed, so numeric columns keep their
+sign; string columns that hold signed numbers can be exempted by name (``--raw-columns``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralize(value: Any) -> Any:
+    """``value`` with a leading single quote if it is text a spreadsheet would treat as a formula."""
+    if isinstance(value, str) and value.startswith(DANGEROUS):
+        return "'" + value
+    return value
+
+
+def neutralize_row(values: Iterable[Any], raw: Iterable[bool] | None = None) -> list[Any]:
+    """A row of cells, each neutralized unless its ``raw`` flag is set."""
+    flags = list(raw) if raw is not None else None
+    return [v if flags is not None and flags[i] else neutralize(v) for i, v in enumerate(values)]
+
+
+def neutralize_frame(frame: pd.DataFrame, raw_columns: Iterable[str] = ()) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells are neutralized, except in ``raw_columns`` and numeric columns."""
+    out = frame.copy()
+    keep = set(raw_columns)
+    for col in out.columns:
+        if col in keep or pd.api.types.is_numeric_dtype(out[col]):
+            continue
+        out[col] = out[col].map(neutralize)
+    return out

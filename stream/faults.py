@@ -1,0 +1,30 @@
+"""Crash injection for the recovery tests: ``ANONSTREAM_FAULT_POINT`` kills the worker hard at one point.
+
+Points (see docs/stream.md, "Failure model"): ``claim`` (a window was just claimed), ``anonymize``
+(inside a release, before the engine runs; in a release process it kills the worker that owns it),
+``after-ledger-write`` (the release is stored, nothing published) and ``mid-publish`` (the records
+are sent, the manifest is not). The kill is SIGKILL, as from the kernel's OOM killer: no clean-up
+runs, no transaction commits, nothing is flushed but the log line saying so.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import signal
+
+log = logging.getLogger(__name__)
+
+
+def crash_at(point: str, configured: str | None) -> None:
+    """SIGKILL the worker (and this process, if it is one of the worker's release processes) when the
+    configured fault point is ``point``; a no-op otherwise (always in production)."""
+    if configured != point:
+        return
+    log.critical("fault point %s: killing the worker (testing)", point)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    if multiprocessing.parent_process() is not None:  # a release process: its parent is the worker
+        os.kill(os.getppid(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
