@@ -56,6 +56,17 @@ class WorkerMetrics:
                                "Information loss of the last release published here", registry=r)
         self.last_size = Gauge("anonstream_last_release_records", "Records in the last release published here",
                                registry=r)
+        self.last_max_risk = Gauge("anonstream_last_release_max_risk",
+                                   "Highest prosecutor re-identification risk in the last release published here",
+                                   registry=r)
+        self.last_avg_risk = Gauge("anonstream_last_release_avg_risk",
+                                   "Average prosecutor re-identification risk in the last release published here",
+                                   registry=r)
+        self.last_at_risk = Gauge("anonstream_last_release_records_at_risk",
+                                  "Share of the last release's records above the risk threshold", registry=r)
+        self.last_warnings = Gauge("anonstream_last_release_risk_warnings",
+                                   "Risk warnings (homogeneous classes, records above the threshold) of the last "
+                                   "release published here", registry=r)
         if db is not None or child_pids is not None:
             r.register(_StateCollector(db, child_pids))
         for stage in STAGES:
@@ -99,6 +110,16 @@ class WorkerMetrics:
         counts = m.get("counts") or {}
         if isinstance(counts.get("released"), int):
             self.last_size.set(counts["released"])
+        self._risk((m.get("privacy") or {}).get("risk") or {})
+
+    def _risk(self, risk: dict[str, Any]) -> None:
+        """The release's prosecutor risk figures (manifest ``privacy.risk``, docs/risk.md)."""
+        prosecutor = risk.get("prosecutor") or {}
+        for gauge, key in ((self.last_max_risk, "highest"), (self.last_avg_risk, "average"),
+                           (self.last_at_risk, "records_at_risk")):
+            if isinstance(prosecutor.get(key), int | float):
+                gauge.set(prosecutor[key])
+        self.last_warnings.set(len(risk.get("warnings") or []))
 
     def scrape(self) -> bytes:
         return generate_latest(self.registry)
