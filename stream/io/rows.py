@@ -53,7 +53,8 @@ def _csv_rows(p: Path, sep: str | None) -> Iterator[Row]:
             start = reader.line_num + 1
 
 
-def _jsonl_rows(p: Path) -> Iterator[Row]:
+def jsonl_rows(p: Path) -> Iterator[Row]:
+    """(line number, object) of each non-blank line; a line that is not a JSON object stops the read."""
     with p.open(encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
@@ -86,7 +87,7 @@ def iter_rows(path: str | Path, sep: str | None = None, batch_rows: int = 10_000
     p = Path(path)
     _check(p)
     if p.suffix in {".jsonl", ".ndjson"}:
-        rows: Iterator[Row] = _jsonl_rows(p)
+        rows: Iterator[Row] = jsonl_rows(p)
     elif p.suffix in {".parquet", ".pq"}:
         rows = _parquet_rows(p, batch_rows)
     else:

@@ -9,7 +9,6 @@ file's line numbers (header counted).
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -93,22 +92,9 @@ def check_values(df: pd.DataFrame, schema: Schema) -> None:
 
 def _json_lines(p: Path) -> list[dict[str, object]]:
     """The objects of a JSON-lines file; a line that is not a JSON object stops the read, naming it."""
-    records = []
-    with p.open(encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputDataError(f"{p}, line {n}: not valid JSON ({exc.msg} at column {exc.colno})",
-                                     reason="malformed-json") from None
-            except RecursionError:
-                raise InputDataError(f"{p}, line {n}: JSON nested too deeply", reason="malformed-json") from None
-            if not isinstance(obj, dict):
-                raise InputDataError(f"{p}, line {n}: a JSON {type(obj).__name__}, expected an object",
-                                     reason="malformed-json")
-            records.append(obj)
+    from stream.io.rows import jsonl_rows
+
+    records = [obj for _line, obj in jsonl_rows(p)]
     if not records:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     return records
