@@ -16,7 +16,6 @@ Steps for one window (publishing is :mod:`stream.publish`):
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -28,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 from core.encoding import Schema, encode
-from core.engines.base import PRIVATE_DIAGNOSTICS
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
@@ -45,6 +43,7 @@ from db import (
 from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
 from stream.faults import crash_at
+from stream.manifest import build_manifest, release_counts
 from stream.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
 from stream.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
@@ -55,21 +54,6 @@ log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")
 DEFAULT_ENGINE = "cg-kanon"
 FALLBACK_ENGINES = ("mondrian", "optimal")
-
-
-_MAX_DIAGNOSTIC_BYTES = 100_000
-
-
-def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
-    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front)."""
-    out: dict[str, Any] = {}
-    for key, value in diagnostics.items():
-        if key in PRIVATE_DIAGNOSTICS:
-            continue
-        clean = clean_json(value)
-        if len(json.dumps(clean, default=str)) <= _MAX_DIAGNOSTIC_BYTES:
-            out[key] = clean
-    return out
 
 
 def resolve_engine(settings: Settings) -> str:
@@ -302,30 +286,16 @@ class Orchestrator:
         suppressed_ids = [int(i) for i in release.suppressed]
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
-        counts = {"received": len(cands), "released": len(released_ids), "suppressed": len(suppressed_ids),
-                  "held_back": len(eligible) - len(sample), "blocked": len(blocked),
-                  "duplicates": int(window.duplicates or 0),
-                  **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule)
-                     for rule in ("report", "content", "person")}}
-        first, last = event_span(self.db, released_ids)
+        counts = release_counts(len(cands), len(released_ids), len(suppressed_ids), len(eligible) - len(sample),
+                                len(blocked), int(window.duplicates or 0), blocked_by)
         k_ach = int(report.k)
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
         loss = metrics.get("gcp", metrics.get("loss_metric"))
-        manifest = clean_json({
-            "release_id": rid,
-            "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
-                       "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
-            "event_time": {"first": first.isoformat() if first else None,
-                           "last": last.isoformat() if last else None},
-            "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
-            "sample_policy": self.settings.sample_policy, "link_guard": self.settings.link_guard,
-            "k": k_ach, "l": l_ach, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
-            "records": len(rows), "columns": self.columns, "checksum": checksum_encoded(encoded),
-            "created_at": now.isoformat(),
-            "timings": {k: round(v, 3) for k, v in timings.items()},
-            "diagnostics": public_diagnostics(release.diagnostics),
-        })
+        manifest = build_manifest(
+            rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
+            k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
+            checksum=checksum_encoded(encoded), now=now, timings=timings)
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,

@@ -1,4 +1,4 @@
-from stream.release import public_diagnostics
+from stream.manifest import public_diagnostics
 
 
 def test_matching_and_oversized_diagnostics_are_never_published():

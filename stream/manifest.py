@@ -1,0 +1,60 @@
+"""The release manifest: what a release says about itself on ``crime.releases`` (docs/stream.md).
+
+Built once, when the release is stored, from the window, the engine's release and the verifier's
+report; then signed (:mod:`stream.signing`) and kept in the ledger, so a re-publish sends exactly
+the same bytes. Nothing here identifies a report: counts, spans, parameters and public diagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from core.engines.base import PRIVATE_DIAGNOSTICS
+from stream.records import clean_json
+from stream.settings import Settings
+
+_MAX_DIAGNOSTIC_BYTES = 100_000
+BLOCK_RULES = ("report", "content", "person")
+
+
+def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front)."""
+    out: dict[str, Any] = {}
+    for key, value in diagnostics.items():
+        if key in PRIVATE_DIAGNOSTICS:
+            continue
+        clean = clean_json(value)
+        if len(json.dumps(clean, default=str)) <= _MAX_DIAGNOSTIC_BYTES:
+            out[key] = clean
+    return out
+
+
+def release_counts(received: int, released: int, suppressed: int, held_back: int, blocked: int,
+                   duplicates: int, blocked_by: dict[tuple[str, str], int]) -> dict[str, int]:
+    """The manifest's ``counts``: where every report the window received went (blocked split by rule)."""
+    return {"received": received, "released": released, "suppressed": suppressed, "held_back": held_back,
+            "blocked": blocked, "duplicates": duplicates,
+            **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule) for rule in BLOCK_RULES}}
+
+
+def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
+                   release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
+                   risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
+                   columns: list[str], checksum: str, now: datetime, timings: dict[str, float]) -> dict[str, Any]:
+    """The unsigned manifest of release ``rid`` of ``window``."""
+    first, last = span
+    return clean_json({
+        "release_id": rid,
+        "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
+                   "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
+        "event_time": {"first": first.isoformat() if first else None, "last": last.isoformat() if last else None},
+        "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
+        "sample_policy": settings.sample_policy, "link_guard": settings.link_guard,
+        "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
+        "records": records, "columns": columns, "checksum": checksum,
+        "created_at": now.isoformat(),
+        "timings": {name: round(v, 3) for name, v in timings.items()},
+        "diagnostics": public_diagnostics(release.diagnostics),
+    })
