@@ -133,7 +133,12 @@ def run_worker(settings: Settings) -> int:
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:
-        return int(exc.code or 0)
+        code = int(exc.code or 0)
+        if code:  # faust stops with 1 on any start-up failure: a broker gone meanwhile is exit 3 (one line)
+            from stream.locate import check_broker
+
+            check_broker(settings, timeout=2.0)  # raises ServiceUnreachable (exit 3) if the broker is gone
+        return code
     finally:
         service.close()
     return 0

@@ -88,6 +88,28 @@ class ClientRepeatFilter(logging.Filter):
         return True
 
 
+class ConnectionTracebackFilter(logging.Filter):
+    """A framework error that only says a service is unreachable (faust's worker logs the broker's
+    ``KafkaConnectionError`` at start-up with a traceback) keeps its one line; the traceback is shown
+    only when the handler runs at DEBUG (``-v``). Other errors keep their tracebacks."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        super().__init__()
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and not self.verbose and _is_connection_error(exc):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectionError) or any(
+        c.__name__.endswith(("ConnectionError", "NodeNotReadyError")) for c in type(exc).__mro__)
+
+
 def client_level(requested: str | None = None) -> int:
     """Level of the Kafka client loggers: WARNING, or INFO when asked; never DEBUG (payloads)."""
     name = (requested or os.environ.get("ANONSTREAM_CLIENT_LOG_LEVEL") or "warning").upper()
@@ -101,6 +123,7 @@ def setup(verbose: bool = False, fmt: str | None = None, level: int | None = Non
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(ClientRepeatFilter())
+    handler.addFilter(ConnectionTracebackFilter(verbose))
     root = logging.getLogger()
     for h in list(root.handlers):
         root.removeHandler(h)
