@@ -140,24 +140,12 @@ def warm_up() -> float:
     cached kernels, several seconds to compile them once after an install or upgrade. Services can
     call this at start-up.
     """
-    import pandas as pd
-
-    from core.encoding import Schema, encode
     from core.engines.cg_diverse import CGDiverseEngine
     from core.engines.cg_kanon import CGKanonEngine
-    from core.schema import parse_spec
+    from core.engines.warmup import tiny_batch
 
     started = time.perf_counter()
-    spec = parse_spec({
-        "name": "warm-up",
-        "qi": [{"name": "age", "type": "numeric", "hierarchy": {"widths": [10, 20], "domain": [0, 100]}},
-               {"name": "area", "type": "categorical", "hierarchy": {"tree": {"N": ["a", "b"], "S": ["c", "d"]}}}],
-        "sensitive": {"name": "offence", "severity": {"x": 1, "y": 2, "z": 3}},
-    })
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"age": rng.integers(0, 100, 40), "area": rng.choice(list("abcd"), 40),
-                          "offence": rng.choice(list("xyz"), 40)})
-    batch = encode(frame, Schema.from_spec(spec))
+    batch = tiny_batch()
     for eng in (CGKanonEngine(), CGDiverseEngine()):
         eng.anonymize(batch, eng.Params(k=2, l=2) if isinstance(eng, CGDiverseEngine) else eng.Params(k=2),
                       np.random.default_rng(0))
