@@ -28,3 +28,22 @@ def adult_schema():
     from stream.io.specs import load_schema
 
     return load_schema("adult")
+
+
+@pytest.fixture(scope="module")
+def validator():  # type: ignore[no-untyped-def]
+    """The stream's report validator on the crime spec, default input limits (tests/stream and tests/db)."""
+    from stream.guards import Limits
+    from stream.io.specs import load_schema
+    from stream.validate import ReportValidator
+    from tests.stream.reports import spec_ref
+
+    return ReportValidator(load_schema(spec_ref()), ("name", "dob"), Limits())
+
+
+@pytest.fixture(scope="module")
+def good() -> dict:
+    """One valid generated crime report."""
+    from tests.stream.reports import day_of_reports
+
+    return day_of_reports(1, 5, seed=5)["S1"][0]

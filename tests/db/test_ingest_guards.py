@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import pytest
 from sqlalchemy import func, select
 
 from db import IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
 from db.models import Counter, DlqEvent
-from stream.guards import Limits
-from stream.io.specs import load_schema
-from stream.validate import ReportValidator, screen_batch
-from tests.stream.reports import day_of_reports, spec_ref
+from stream.validate import screen_batch
 from tests.stream.test_guards import CAUSES, KEY, NOW, raw_of
-
-
-@pytest.fixture(scope="module")
-def validator() -> ReportValidator:
-    return ReportValidator(load_schema(spec_ref()), ("name", "dob"), Limits())
-
-
-@pytest.fixture(scope="module")
-def good() -> dict[str, Any]:
-    return day_of_reports(1, 5, seed=5)["S1"][0]
 
 
 def test_ledger_causes_on_postgres_and_sqlite(ledger_db, validator, good) -> None:  # type: ignore[no-untyped-def]

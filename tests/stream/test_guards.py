@@ -21,20 +21,10 @@ from stream.guards import DLQ_PAYLOAD_CHARS, Limits, bounded_payload
 from stream.io.specs import load_schema
 from stream.records import DeadLetter, dumps
 from stream.validate import Clean, Rejected, ReportValidator, screen_batch
-from tests.stream.reports import day_of_reports, spec_ref
+from tests.stream.reports import spec_ref
 
 NOW = datetime(2024, 3, 2, 12, 0, tzinfo=UTC)
 KEY = b"k" * 32
-
-
-@pytest.fixture(scope="module")
-def validator() -> ReportValidator:
-    return ReportValidator(load_schema(spec_ref()), ("name", "dob"), Limits())
-
-
-@pytest.fixture(scope="module")
-def good() -> dict[str, Any]:
-    return day_of_reports(1, 5, seed=5)["S1"][0]
 
 
 def nested(depth: int) -> str:
