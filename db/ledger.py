@@ -29,7 +29,7 @@ from db.bulk import bulk_insert
 from db.models import Counter, DlqEvent, PendingReport, StationControl, Watermark, Window
 from db.session import Database, insert_ignore
 from db.stations import UNREGISTERED, register_seen, registered_in
-from db.windows import WindowPolicy, WindowRouter
+from db.windows import WindowPolicy, WindowRouter, add_key_duplicates
 
 __all__ = ["IncomingReport", "IngestResult", "PoolRepository", "Rejection", "WindowPolicy", "WindowRouter",
            "due_windows", "pool_sizes"]
@@ -215,7 +215,7 @@ class PoolRepository:
                          "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data,
                          "content_fp": r.content_fp})
         for r, _kind in dup_kind:
-            router.tally_duplicate(r.window_key)
+            router.tally_duplicate(r.window_key, r.event_time)
         router.save_watermarks()
         if router.commit_counts():
             return None
@@ -300,14 +300,19 @@ def _utc(t: datetime) -> datetime:
 def carry_duplicates(db: Database, window_id: str, key: str) -> bool:
     """Move a window's duplicate tally to the key's latest open window (closed without a release).
 
-    Returns False when the key has no open window: the tally stays on the closed window (visible on
-    the console's windows and in the per-station duplicate counters of ``status``).
+    When the key has no open window, the tally moves to the key's ``pending_duplicates`` (its next
+    release counts it; :func:`db.windows.add_key_duplicates`) and False is returned.
     """
     with db.unit() as s:
         target = s.execute(select(Window.id).where(Window.key == key, Window.state == "open", Window.id != window_id)
                            .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
         n = s.execute(select(Window.duplicates).where(Window.id == window_id)).scalar_one_or_none() or 0
-        if target is None or n == 0:
+        if n == 0:
+            return False
+        if target is None:
+            start = s.execute(select(Window.start).where(Window.id == window_id)).scalar_one()
+            add_key_duplicates(s, key, n, start)
+            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0))
             return False
         moved = s.execute(update(Window).where(Window.id == target, Window.state == "open")
                           .values(duplicates=Window.duplicates + n)).rowcount

@@ -124,6 +124,9 @@ class PendingReport(Base):
     state: Mapped[str] = mapped_column(String(16), default="pending")
     release_id: Mapped[str | None] = mapped_column(String(64), index=True)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    counted_in: Mapped[str | None] = mapped_column(String(64))
+    """Set while pending: the release whose manifest counted this report as ``held_back`` (its next
+    manifest counts it as ``carried_in``, so a sum over manifests counts every report once)."""
 
     __table_args__ = (Index("ix_pending_reports_key_state", "window_key", "state"),)
 
@@ -182,6 +185,9 @@ class Watermark(Base):
 
     key: Mapped[str] = mapped_column(String(120), primary_key=True)
     event_time: Mapped[datetime] = mapped_column(UTCDateTime())
+    pending_duplicates: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    """Duplicates and corrections of the key that arrived while it had no open window: the key's next
+    release counts them in its manifest (and subtracts them here in the same transaction)."""
 
 
 class Counter(Base):

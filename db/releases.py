@@ -26,7 +26,7 @@ from db.bulk import bulk_insert, update_where_ids, values_present
 from db.claims import ClaimRepository, LostClaim, adopt_carried, fence
 
 __all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "StoredRelease"]
-from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Window
+from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Watermark, Window
 from db.session import Database
 
 
@@ -43,6 +43,7 @@ class Candidate:
     window_id: str
     data: dict[str, Any]
     content_fp: str | None = None
+    counted_in: str | None = None  # the release whose manifest counted it as held back, if any
 
 
 @dataclass
@@ -69,6 +70,8 @@ class StoredRelease:
     released_ids: list[int] = field(default_factory=list)
     suppressed_ids: list[int] = field(default_factory=list)
     blocked_ids: list[int] = field(default_factory=list)
+    held_back_ids: list[int] = field(default_factory=list)  # eligible, not sampled: stay pending, counted
+    key_duplicates: int = 0  # taken from the key's tally of duplicates that arrived with no open window
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
     content_fps: list[str | None] = field(default_factory=list)  # aligned with ``fingerprints`` (or empty)
     blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)  # (station, guard rule) -> reports
@@ -99,9 +102,16 @@ class ReleaseRepository(ClaimRepository):
         with self.db.unit() as s:  # reports carried by a window of the key that closed since the claim, too
             adopt_carried(s, window.id, window.key)
             rows = s.execute(
-                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp)
+                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
+                       p.counted_in)
                 .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
         return [Candidate(*r) for r in rows]
+
+    def key_duplicates(self, key: str) -> int:
+        """Duplicates of ``key`` that arrived while it had no open window, not yet in any manifest."""
+        with self.db.read() as s:
+            return int(s.execute(select(Watermark.pending_duplicates).where(Watermark.key == key))
+                       .scalar_one_or_none() or 0)
 
     def released_persons(self, person_fps: list[str]) -> set[str]:
         with self.db.read() as s:
@@ -173,6 +183,11 @@ class ReleaseRepository(ClaimRepository):
                                            {"state": state, "release_id": rel.id})
                 if changed != len(ids):
                     raise ReleaseConflict(f"{len(ids) - changed} report(s) left the pool meanwhile")
+            update_where_ids(s, pending, list(rel.held_back_ids), pending.c.state == "pending",
+                             {"counted_in": rel.id})
+            if rel.key_duplicates:
+                s.execute(update(Watermark).where(Watermark.key == rel.window_key)
+                          .values(pending_duplicates=Watermark.pending_duplicates - rel.key_duplicates))
             count_blocked(s, rel.blocked_by, now)
             s.execute(update(Window).where(Window.id == rel.window_id)
                       .values(state="released", release_id=rel.id, closed_at=now))

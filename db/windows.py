@@ -12,7 +12,9 @@
   cause by inventing event times;
 * duplicates and corrections are tallied on the key's latest open window, so the manifest of that
   window's release counts them (a window closed without a release passes its tally on to the key's
-  next open window); when the key has no open window, they are in the per-station counters only.
+  next open window); when the key has no open window, they wait on the key's watermark row
+  (``pending_duplicates``) and the key's next release counts them: every duplicate is in a manifest,
+  or waiting for the key's next one (and always in the per-station counters).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class WindowRouter:
         self.s, self.policy, self.now = session, policy, now
         self.added: dict[str, int] = defaultdict(int)
         self.dups: dict[str, int] = defaultdict(int)
+        self.key_dups: dict[str, tuple[int, datetime]] = {}  # key -> (duplicates with no open window, a time)
         self.watermarks: dict[str, datetime] = {}
         self.current: dict[tuple[str, datetime], Window] = {}
         self.latest_open: dict[str, Window | None] = {}
@@ -117,15 +120,17 @@ class WindowRouter:
             self.added[w.id] += 1
         return w
 
-    def tally_duplicate(self, key: str) -> bool:
+    def tally_duplicate(self, key: str, event_time: datetime) -> bool:
         """Count a duplicate or correction on the key's latest open window; False when the key has none
-        (no window is opened for a duplicate: it stays in the per-station duplicate counters only)."""
+        (no window is opened for a duplicate: it waits on the key's ``pending_duplicates`` tally)."""
         if key not in self.latest_open:
             self.latest_open[key] = self.s.execute(
                 select(Window).where(Window.key == key, Window.state == "open")
                 .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
         w = self.latest_open[key]
         if w is None:
+            n, _t = self.key_dups.get(key, (0, event_time))
+            self.key_dups[key] = (n + 1, event_time)
             return False
         self.dups[w.id] += 1
         return True
@@ -143,4 +148,17 @@ class WindowRouter:
             res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values))
             if res.rowcount == 0:
                 lost.append(wid)
+        if not lost:
+            for key, (n, t) in sorted(self.key_dups.items()):
+                add_key_duplicates(self.s, key, n, t)
         return lost
+
+
+def add_key_duplicates(s: Session, key: str, n: int, event_time: datetime) -> None:
+    """Add ``n`` to the key's tally of duplicates waiting for its next release (inside ``s``)."""
+    stmt = update(Watermark).where(Watermark.key == key).values(
+        pending_duplicates=Watermark.pending_duplicates + n)
+    if s.execute(stmt).rowcount == 0:
+        insert_ignore(s, Watermark.__table__, [{"key": key, "event_time": event_time, "pending_duplicates": 0}],
+                      ["key"])
+        s.execute(stmt)

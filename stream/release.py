@@ -286,8 +286,12 @@ class Orchestrator:
         suppressed_ids = [int(i) for i in release.suppressed]
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
-        counts = release_counts(len(cands), len(released_ids), len(suppressed_ids), len(eligible) - len(sample),
-                                len(blocked), int(window.duplicates or 0), blocked_by)
+        sampled = {c.pool_id for c in sample}
+        held_back = [c.pool_id for c in eligible if c.pool_id not in sampled]
+        key_dups = self.repo.key_duplicates(window.key)
+        counts = release_counts(len(cands), len(released_ids), len(suppressed_ids), len(held_back),
+                                len(blocked), int(window.duplicates or 0) + key_dups, blocked_by,
+                                carried_in=sum(1 for c in cands if c.counted_in is not None))
         k_ach = int(report.k)
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
@@ -303,7 +307,7 @@ class Orchestrator:
             information_loss=loss if isinstance(loss, float | int) else None, metrics=metrics,
             verification=clean_json(report.as_dict()), counts=counts, checksum=manifest["checksum"],
             manifest=manifest, columns=self.columns, rows=rows, released_ids=released_ids,
-            suppressed_ids=suppressed_ids, blocked_ids=blocked,
+            suppressed_ids=suppressed_ids, blocked_ids=blocked, held_back_ids=held_back, key_duplicates=key_dups,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
             unique_content=self.settings.link_guard in ("content", "person"))

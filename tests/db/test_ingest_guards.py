@@ -92,6 +92,16 @@ def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db) -> None: 
     assert carry_duplicates(ledger_db, w.id, w.key)
     with ledger_db.read() as s:
         assert {x.seq if x.id == w.id else 9: x.duplicates for x in s.execute(select(Window)).scalars()} == {0: 0, 9: 2}
+    # the key's last open window closes without a release: with no open window left, the tally waits on
+    # the key (its next release counts it), and so do duplicates that arrive now
+    with ledger_db.read() as s:
+        (nxt,) = s.execute(select(Window).where(Window.id != w.id)).scalars().all()
+    ReleaseRepository(ledger_db).finish_window(nxt.id, "carried", "too small", NOW)
+    assert not carry_duplicates(ledger_db, nxt.id, nxt.key)
+    assert ReleaseRepository(ledger_db).key_duplicates(w.key) == 2
+    late = pool.ingest([_incoming(1, t0)], [], NOW)
+    assert late.duplicates == 1
+    assert ReleaseRepository(ledger_db).key_duplicates(w.key) == 3
 
 
 def test_a_report_the_database_refuses_is_isolated_not_a_failed_batch(ledger_db) -> None:  # type: ignore[no-untyped-def]

@@ -89,3 +89,62 @@ def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -
         if callable(orch_close):
             orch_close()
         db.dispose()
+
+
+def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Held-back reports are counted again as ``carried_in`` by the next manifest; duplicates that arrive
+    when their key has no open window are counted by the key's next release. Summed over manifests,
+    ``received - carried_in`` + never-considered pending = accepted, and every duplicate is in a manifest."""
+    url = pg.create_database("acct_sample")
+    migrations.upgrade(url)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), link_guard="report", k=5,
+                        fingerprint_key=KEY, idle_timeout_s=1.0, sample_policy="fraction", sample_fraction=0.5)
+    schema = load_schema(settings.spec)
+    db = Database(url)
+    pool = PoolRepository(db, window_policy(settings), settings.station_check())
+    validator = ReportValidator(schema, settings.person_columns)
+    orch = Orchestrator(settings, db, schema, "accounting-sample")
+    now = datetime(2024, 3, 10, tzinfo=UTC)
+
+    def ingest(rows: list[dict[str, Any]], at: datetime) -> Any:
+        incoming = [to_incoming(c, KEY.encode(), settings.window_key_for("S1"), True)
+                    for c in (validator.check(r, at) for r in rows) if isinstance(c, Clean)]
+        assert len(incoming) == len(rows)
+        return pool.ingest(incoming, [], at)
+
+    try:
+        accepted = 0
+        day1 = day_of_reports(1, 30, seed=41)["S1"]
+        accepted += ingest(day1, now).accepted
+        assert len(orch.close_due(now + timedelta(minutes=1))) == 1
+        # every window of the key is released: a resubmission has no open window to be tallied on
+        late = ingest(day1[:4], now + timedelta(minutes=2))
+        assert late.duplicates == 4
+        with db.read() as s:
+            assert orch.repo.key_duplicates(settings.window_key_for("S1")) == 4
+            assert s.execute(select(func.count()).select_from(PendingReport)
+                             .where(PendingReport.counted_in.is_not(None))).scalar_one() == 15
+        day2 = day_of_reports(1, 30, seed=42, day=DAY + timedelta(days=1))["S1"]
+        for i, r in enumerate(day2):
+            r["report_id"] = f"S1-d2-{i}"
+        accepted += ingest(day2, now + timedelta(hours=1)).accepted
+        assert len(orch.close_due(now + timedelta(hours=1, minutes=1))) == 1
+
+        with db.read() as s:
+            manifests = sorted((m for m in s.execute(select(Release.manifest)).scalars()),
+                               key=lambda m: m["window"]["start"])
+            states = dict(s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all())
+            held = s.execute(select(func.count()).select_from(PendingReport).where(
+                PendingReport.state == "pending", PendingReport.counted_in.is_not(None))).scalar_one()
+        first, second = (m["counts"] for m in manifests)
+        assert (first["received"], first["held_back"], first["carried_in"]) == (30, 15, 0)
+        assert second["carried_in"] == 15 and second["received"] == 45  # day 1's held back + day 2's 30
+        for c in (first, second):
+            assert c["received"] == c["released"] + c["suppressed"] + c["held_back"] + c["blocked"]
+        assert first["duplicates"] == 0 and second["duplicates"] == 4
+        assert orch.repo.key_duplicates(settings.window_key_for("S1")) == 0
+        counted_once = sum(c["received"] - c["carried_in"] for c in (first, second))
+        assert counted_once == accepted == 60
+        assert sum(c["held_back"] - c["carried_in"] for c in (first, second)) == held == states["pending"]
+    finally:
+        db.dispose()
