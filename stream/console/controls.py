@@ -12,6 +12,10 @@ the ledger models provide and appends an ``audit_log`` entry (who, what, when; n
   - ``mode="carry"`` marks it ``carried``: its pending reports join the next window of its key
     (a different sample, and so a different release, useful when a deterministic engine keeps
     failing on exactly this batch).
+* :func:`register_stations` / :func:`unregister_stations` manage the station registry (the same
+  :class:`db.stations.StationRegistry` as ``anonstream stations add|remove``; in production mode only
+  registered stations' reports are accepted). Ids are checked like the CLI's; removing a station keeps
+  its pending reports (they are released with their windows) and refuses its new reports.
 * :func:`record_reverification` audits the outcome of a re-verification.
 """
 
@@ -89,3 +93,37 @@ def record_reverification(db: Database, result: dict[str, Any], actor: str) -> N
     with db.unit() as s:
         s.add(AuditEntry(at=datetime.now(UTC), actor=actor, action="release-reverified",
                          subject=result.get("release_id"), detail=detail))
+
+
+def station_ids(text: str) -> list[str]:
+    """Station ids from a form field (separated by spaces, commas or new lines), each checked."""
+    from stream.guards import valid_station_id
+
+    ids = [t for t in text.replace(",", " ").split() if t]
+    if not ids:
+        raise ControlError("give at least one station id", 400)
+    if len(ids) > 500:
+        raise ControlError("at most 500 station ids at a time", 400)
+    bad = [t for t in ids if valid_station_id(t) != t]
+    if bad:
+        raise ControlError(f"invalid station id {bad[0][:70]!r}: use 1-64 characters of A-Z a-z 0-9 . _ - "
+                           "starting with a letter or digit", 400)
+    return list(dict.fromkeys(ids))
+
+
+def register_stations(db: Database, text: str, actor: str, note: str | None = None) -> dict[str, Any]:
+    """Register the stations named in ``text``; reports which were new and which were known already."""
+    from db.stations import StationRegistry
+
+    ids = station_ids(text)
+    new = StationRegistry(db).add(ids, actor, datetime.now(UTC), (note or "")[:200] or None)
+    return {"added": new, "already_registered": [i for i in ids if i not in new]}
+
+
+def unregister_stations(db: Database, text: str, actor: str) -> dict[str, Any]:
+    """Remove the stations named in ``text`` from the registry (unknown ids are reported, not an error)."""
+    from db.stations import StationRegistry
+
+    ids = station_ids(text)
+    removed = StationRegistry(db).remove(ids, actor, datetime.now(UTC))
+    return {"removed": removed, "not_registered": [i for i in ids if i not in removed]}

@@ -239,10 +239,17 @@ def health_page(h: dict[str, Any]) -> str:
             + table(["window", "reason", "reports", "still pending", "closed", "control"], held, "held")
             + "<h2>Carried windows (too small, waiting for the next window)</h2>"
             + table(["window", "reason", "reports", "still pending", "closed"], carried, "carried"))
-    registry = [[e(r["station"]), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or "")]
+    registry = [[e(r["station"]), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or ""),
+                 f'<form class=inline method=post action="/api/registry/remove">{token_field()}'
+                 f'<input type=hidden name=stations value="{e(r["station"])}"> <button>remove</button></form>']
                 for r in h.get("registry") or []]
-    body += ("<h2>Station registry</h2><p class=muted>anonstream stations add|list|remove</p>"
-             + table(["station", "source", "added", "note"], registry, "registry"))
+    add = ('<form method=post action="/api/registry/add"><fieldset><legend>Register stations</legend>'
+           f'{token_field()} <input name=stations placeholder="S1 S2 S3" required> '
+           '<input name=note placeholder="note (optional)"> <button>register</button></fieldset></form>')
+    body += ("<h2>Station registry</h2><p class=muted>In production mode only registered stations' reports "
+             "are accepted; removing a station keeps its pending reports. Also: anonstream stations "
+             "add|list|remove</p>" + add
+             + table(["station", "source", "added", "note", "control"], registry, "registry"))
     return layout("Health", body, "/api/health")
 
 

@@ -253,6 +253,12 @@ class ConsoleService(BrokerHealth):
     def pause(self, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
         return controls.set_paused(self.db, station, paused, actor, note)
 
+    def register(self, stations: str, actor: str, note: str | None = None) -> dict[str, Any]:
+        return controls.register_stations(self.db, stations, actor, note)
+
+    def unregister(self, stations: str, actor: str) -> dict[str, Any]:
+        return controls.unregister_stations(self.db, stations, actor)
+
     def release_window(self, window_id: str, actor: str, mode: str = "retry",
                        note: str | None = None) -> dict[str, Any]:
         return controls.release_held_window(self.db, window_id, actor, mode, note,  # type: ignore[arg-type]

@@ -135,3 +135,26 @@ def test_unmigrated_database_is_503(seeded: Seeded, tmp_path) -> None:  # type: 
         assert c.call("GET", "/health")[0] == 503
     finally:
         c.close()
+
+
+def test_register_and_remove_stations_from_the_console(console: Console, token: str) -> None:
+    """The registry is managed from the health page's forms (token needed), as with `anonstream stations`."""
+    assert console.call("POST", "/api/registry/add", form={"stations": "REG1"})[0] == 401
+    status, _h, body = console.call("POST", "/api/registry/add", token=token,
+                                    form={"stations": "REG1, REG2 REG1", "note": "north"})
+    assert status == 200 and json.loads(body) == {"added": ["REG1", "REG2"], "already_registered": []}
+    registry = {r["station"]: r for r in console.get_json("/api/health")["registry"]}
+    assert registry["REG1"]["source"] == "operator" and registry["REG1"]["note"] == "north"
+    page = console.call("GET", "/health")[2]
+    assert 'action="/api/registry/add"' in page and 'value="REG2"' in page
+    status, _h, body = console.call("POST", "/api/registry/add", token=token, body={"stations": "REG2"})
+    assert status == 200 and json.loads(body)["already_registered"] == ["REG2"]
+    status, _h, body = console.call("POST", "/api/registry/add", token=token, form={"stations": "../x"})
+    assert status == 400 and "invalid station id" in body
+    assert console.call("POST", "/api/registry/add", token=token, form={"stations": " "})[0] == 400
+    status, _h, body = console.call("POST", "/api/registry/remove", token=token, form={"stations": "REG1 NOPE"})
+    assert status == 200 and json.loads(body) == {"removed": ["REG1"], "not_registered": ["NOPE"]}
+    assert "REG1" not in {r["station"] for r in console.get_json("/api/health")["registry"]}
+    actions = [a["action"] for a in console.get_json("/api/audit?limit=1000")["audit"]]
+    assert "stations-added" in actions and "stations-removed" in actions
+    assert console.call("POST", "/api/registry/explode", token=token)[0] == 404
