@@ -84,6 +84,10 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
         async def persist(events: list[Any]) -> None:
             try:
                 await service.handle_batch([e.value for e in events], sender)
+            except asyncio.CancelledError:  # the worker is stopping: the batch is not acknowledged either
+                log.warning("stopping while a batch of %d report(s) was being written: not committed, it is "
+                            "read again on restart (nothing is lost or counted twice)", len(events))
+                raise
             except BaseException as exc:  # never acknowledge an unpersisted batch
                 log.critical("ingest failed (%s); exiting without committing offsets", type(exc).__name__)
                 os._exit(75)

@@ -27,6 +27,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from stream.throttle import FailureLog
+
 log = logging.getLogger(__name__)
 STAGES = ("claim", "sample", "anonymize", "verify", "store", "publish")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -44,6 +46,9 @@ class WorkerMetrics:
                                   ["kind"], registry=r)
         self.dlq_sent = Counter("anonstream_dlq_sent", "Dead letters sent to the DLQ topic, by reason", ["reason"],
                                 registry=r)
+        self.failures = Counter("anonstream_failures", "Failures of the worker's retried operations (database or "
+                                "broker unreachable), by kind; the log says each kind at most once per 30 s",
+                                ["kind"], registry=r)
         self.releases_published = Counter("anonstream_releases_published", "Releases published by this worker",
                                           registry=r)
         self.stage = Histogram("anonstream_release_stage_seconds", "Release latency by stage", ["stage"],
@@ -73,6 +78,9 @@ class WorkerMetrics:
             self.stage.labels(stage)
 
     # --- hooks called by the worker --------------------------------------------------------------
+    def failure(self, kind: str) -> None:
+        self.failures.labels(kind.replace(" ", "_")).inc()
+
     def batch(self, accepted: int, duplicates: int, corrections: int, rejected_reasons: Iterable[str]) -> None:
         self.ingested.inc(accepted)
         if duplicates:
@@ -131,6 +139,7 @@ class _StateCollector:
     def __init__(self, db: Any | None, child_pids: Callable[[], Iterable[int]] | None) -> None:
         self.db, self.child_pids = db, child_pids
         self._cache: tuple[float, list[Any]] = (0.0, [])
+        self._failures = FailureLog(log)  # a scrape every few seconds during an outage: one line per 30 s
 
     def describe(self) -> list[Any]:
         return []
@@ -141,8 +150,10 @@ class _StateCollector:
             if time.monotonic() - at > 1.0:
                 try:
                     families = ledger_families(self.db)
+                    self._failures.recovered("metrics ledger read")
                 except Exception as exc:  # database down: the scrape still answers; /ready says why
-                    log.warning("metrics: ledger unreadable (%s)", type(exc).__name__)
+                    self._failures.failed("metrics ledger read", exc, "metrics: ledger unreadable, scrapes answer "
+                                          "without the ledger's figures", logging.WARNING)
                     families = []
                 self._cache = (time.monotonic(), families)
             yield from families

@@ -85,9 +85,10 @@ class WorkerService:
         self._computing = 0  # of those, windows still sampling / anonymizing / verifying: the release slots
         self._tasks: set[asyncio.Future[None]] = set()
         self._last_beat = 0.0
+        self._unsaved_partitions: list[int] | None = None  # assigned during a database outage: beat them later
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
         self._retry_at: dict[str, tuple[float, int]] = {}  # window -> (not before, failures) after a failure
-        self.failures = FailureLog(log)
+        self.failures = FailureLog(log, on_failure=self.metrics.failure)
         self.leases = LeaseKeeper(self.repo, self.worker, settings.claim_lease_s, self.failures)
         self._closing = self.leases.closing  # windows this worker is closing now (until published)
 
@@ -147,7 +148,13 @@ class WorkerService:
         from db.status import heartbeat
 
         log.info("assigned input partitions %s", sorted(partitions))
-        await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, dict(self.stats))
+        try:  # a rebalance during a database outage must not crash the worker: the next beat records them
+            await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, dict(self.stats))
+        except Exception as exc:
+            self._unsaved_partitions = partitions
+            self.failures.failed("heartbeat", exc, "heartbeat write failed; retrying at the next tick")
+            return
+        self.failures.recovered("heartbeat")
         self._last_beat = time.monotonic()
 
     async def _beat(self) -> None:
@@ -155,7 +162,13 @@ class WorkerService:
 
         if time.monotonic() - self._last_beat >= 5.0:
             self._last_beat = time.monotonic()
-            await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), None, dict(self.stats))
+            parts, self._unsaved_partitions = self._unsaved_partitions, None
+            try:
+                await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), parts, dict(self.stats))
+            except Exception:
+                self._unsaved_partitions = self._unsaved_partitions or parts
+                raise
+            self.failures.recovered("heartbeat")
 
     # --- windows and releases ----------------------------------------------------------------------
     async def tick(self, send: SendFn) -> list[str]:

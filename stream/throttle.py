@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -25,13 +26,18 @@ class _Kind:
 class FailureLog:
     """Per-kind throttle for failure log lines (thread-safe)."""
 
-    def __init__(self, logger: logging.Logger, interval_s: float = 30.0, clock: object = time.monotonic) -> None:
+    def __init__(self, logger: logging.Logger, interval_s: float = 30.0, clock: object = time.monotonic,
+                 on_failure: Callable[[str], None] | None = None) -> None:
+        """``on_failure(kind)`` is called for every failure, logged or not (e.g. a Prometheus counter)."""
         self.logger, self.interval_s, self._clock = logger, interval_s, clock
+        self.on_failure = on_failure
         self._kinds: dict[str, _Kind] = {}
         self._lock = threading.Lock()
 
     def failed(self, kind: str, exc: BaseException, what: str, level: int = logging.ERROR) -> bool:
         """Record one failure of ``kind``; returns True when a line was logged for it."""
+        if self.on_failure is not None:
+            self.on_failure(kind)
         now = self._clock()  # type: ignore[operator]
         detail = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         with self._lock:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -140,11 +141,29 @@ def test_readiness_follows_postgresql(kafka, tmp_path) -> None:  # type: ignore[
         ready = f"http://127.0.0.1:{port}/ready"
         assert wait_until(lambda: _get(ready)[0] == 200, timeout=90), sc.logs()[-2000:]
         sc.db.dispose()
+        log_before = len(sc.logs().splitlines())
         _pg_stop(own)
+        outage = time.monotonic()
         assert wait_until(lambda: _get(ready)[0] == 503, timeout=60), sc.logs()[-2000:]
         state = json.loads(_get(ready)[1])
         assert state["ready"] is False and state["broker"] == "ok" and "database" in state["database"]
-        assert _get(f"http://127.0.0.1:{port}/metrics")[0] == 200  # metrics still answer
+        metrics = f"http://127.0.0.1:{port}/metrics"
+        # the outage under load: reports keep arriving and every window tick fails; the log must not flood
+        sc.push(day_of_reports(2, 30, seed=77))
+
+        def failures() -> float:
+            status, body = _get(metrics)
+            return _total(_samples(body.decode()), "anonstream_failures_total") if status == 200 else 0.0
+
+        assert wait_until(lambda: failures() >= 40, timeout=300), sc.logs()[-2000:]
+        elapsed = time.monotonic() - outage
+        samples = _samples(_get(metrics)[1].decode())
+        kinds = {dict(lab)["kind"] for (n, lab), v in samples.items() if n == "anonstream_failures_total" and v}
+        during = sc.logs().splitlines()[log_before:]
+        # each failing kind logs its first failure, then at most one line per 30 s (stream/throttle.py)
+        assert len(during) <= len(kinds) * (2 + elapsed / 30) + 6, "\n".join(during[-40:])
+        assert not any("Traceback" in line for line in during), "\n".join(during[-40:])
+        assert "window_tick" in kinds
         _pg_start(own)
         assert wait_until(lambda: _get(ready)[0] == 200, timeout=60), sc.logs()[-2000:]
         assert sc.workers[0].poll() is None
