@@ -73,7 +73,7 @@ class WorkerMetrics:
                                    "Risk warnings (homogeneous classes, records above the threshold) of the last "
                                    "release published here", registry=r)
         if db is not None or child_pids is not None:
-            r.register(_StateCollector(db, child_pids))
+            r.register(_StateCollector(db, child_pids, self.failure))
         for stage in STAGES:
             self.stage.labels(stage)
 
@@ -136,10 +136,11 @@ class WorkerMetrics:
 class _StateCollector:
     """The ledger's state at scrape time (cached for a second), and the release processes' memory."""
 
-    def __init__(self, db: Any | None, child_pids: Callable[[], Iterable[int]] | None) -> None:
+    def __init__(self, db: Any | None, child_pids: Callable[[], Iterable[int]] | None,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self.db, self.child_pids = db, child_pids
         self._cache: tuple[float, list[Any]] = (0.0, [])
-        self._failures = FailureLog(log)  # a scrape every few seconds during an outage: one line per 30 s
+        self._failures = FailureLog(log, on_failure=on_failure)  # scraped every few s: one line per 30 s
 
     def describe(self) -> list[Any]:
         return []
