@@ -139,7 +139,7 @@ def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes
 def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, payloads: list[tuple[bytes, bytes]],
                  n_workers: int, cap: int, **settings: Any) -> dict[str, Any]:
     sc = Scenario(kafka, pg, workdir, window_max_reports=cap, idle_timeout_s=10.0, take_within_s=0.2,
-                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"), claim_timeout_s=120.0)
+                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"))
     sc.settings = sc.settings.with_updates(take_max=2000, **settings)
     try:
         for _ in range(n_workers):
@@ -225,7 +225,7 @@ def run_ingest_only(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path,
     """One worker ingesting the reports into the pending pool with no window closing (a 1,000,000 cap,
     10-minute idle timeout): the ingest path alone, push to the last report in the pool."""
     sc = Scenario(kafka, pg, workdir, window_max_reports=1_000_000, idle_timeout_s=600.0, take_within_s=0.2,
-                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"), claim_timeout_s=120.0)
+                  log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"))
     sc.settings = sc.settings.with_updates(take_max=2000)
     try:
         worker = sc.start_worker()
