@@ -28,12 +28,20 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_LEVEL_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
+LevelNames = tuple[Annotated[str, Field(pattern=_LEVEL_NAME, max_length=40)], ...] | None
+
+
 class TableHierarchySpec(_Strict):
-    """ARX-style table: one row per leaf, ``leaf;level1;...;*``. ``csv`` is resolved by the loader."""
+    """ARX-style table: one row per leaf, ``leaf;level1;...;*``. ``csv`` is resolved by the loader.
+
+    ``level_names`` names the levels above the leaves, finest first (the top ``*`` excluded): the
+    release gets one ancestor column per level, ``<qi>_<name>`` (``<qi>_l<level>`` when unnamed)."""
 
     kind: Literal["table"] = "table"
     csv: str | None = None
     rows: tuple[tuple[str, ...], ...] | None = None
+    level_names: LevelNames = None
 
     @model_validator(mode="after")
     def _one_source(self) -> TableHierarchySpec:
@@ -47,6 +55,7 @@ class TreeHierarchySpec(_Strict):
 
     kind: Literal["tree"] = "tree"
     tree: dict[str, Any]
+    level_names: LevelNames = None  # as for tables, e.g. ["region"] gives the column suburb_region
 
 
 class IntervalHierarchySpec(_Strict):
@@ -216,6 +225,9 @@ class DatasetSpec(_Strict):
     station_column: str | None = None  # stream: routes a report to its station (default station_id)
     time_column: str | None = None  # stream: event time that picks the window (default event_time)
     id_column: str | None = None  # stream: report id, fingerprinted then dropped (default report_id)
+    # stream: window context published as record columns (docs/stream.md "Release columns"): the day of
+    # the releasing window and its key (the station, or the region). Both are in the manifest already.
+    publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:

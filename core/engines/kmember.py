@@ -5,7 +5,7 @@ DASFAA 2007 (the k-member baseline of the ILS paper, §2 and §6).
 
 GUARANTEE: every released row belongs to a cluster of at least k rows (exactly k, except that the
 fewer than k rows left at the end join existing clusters); all rows of a cluster carry the same QI
-labels, the range ``[min-max]`` of its numeric values and the set ``{a,b}`` of its other values, so
+labels, the range ``[min, max]`` of its numeric values and the set ``{a,b}`` of its other values, so
 the release is k-anonymous (homogeneous). No row is suppressed. l-diversity / t-closeness are not
 supported.
 

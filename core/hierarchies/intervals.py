@@ -1,15 +1,22 @@
 """Numeric interval hierarchies: nested bands over a numeric domain.
 
 Leaves are the distinct values present in the batch; levels are bands given as nested widths,
-explicit edges, or chosen automatically. A band is labelled ``[low, high)``; the top is ``*``.
-The cost of a band is (high - low) / (domain high - domain low), CG paper eq. 3 / ILS eq. 1.
+explicit edges, or chosen automatically. The top is ``*``. The cost of a band is
+(high - low) / (domain high - domain low), CG paper eq. 3 / ILS eq. 1.
+
+Interval labels, one format for every engine (docs/stream.md "Release columns"): standard
+interval notation with ``, ``. A closed interval ``[30, 39]`` includes both bounds; a half-open
+one ``[30, 40)`` excludes its upper bound. Bands of an integer QI (``integer = true``) are
+written closed over whole numbers (``[30, 34]`` for the band 30 <= x < 35); bands of a
+real-valued QI half-open. Local-recoding engines write the closed hull ``[lo, hi]`` of the
+values they group, or the single value when ``lo == hi``. :func:`parse_interval` also reads the
+older ``[30-39]`` and ``[day..day]`` forms so that stored releases still verify.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 
 import numpy as np
 import pandas as pd
@@ -18,20 +25,79 @@ from core.contract import not_whole
 from core.errors import HierarchyError, InputDataError, preview
 from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
-_BAND = re.compile(r"^\[(-?[\d.eE+-]+), (-?[\d.eE+-]+)\)$")
-
 
 def fmt_number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+    """A number as written in labels: whole numbers without a point, others in the shortest form
+    that reads back exactly (``0.1``, not ``0.1000000000000001``)."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    text = f"{x:g}"
+    return text if float(text) == x else repr(x)
 
 
-def band_label(low: float, high: float) -> str:
-    return f"[{fmt_number(low)}, {fmt_number(high)})"
+def interval_label(low: object, high: object, closed: bool = True) -> str:
+    """``[low, high]`` (closed) or ``[low, high)`` (half-open); a closed interval of one value is the value.
+
+    Numbers are formatted with :func:`fmt_number`; strings (ISO dates) are written as given."""
+    lo = fmt_number(low) if not isinstance(low, str) else low  # type: ignore[arg-type]
+    hi = fmt_number(high) if not isinstance(high, str) else high  # type: ignore[arg-type]
+    if closed and lo == hi:
+        return lo
+    return f"[{lo}, {hi}{']' if closed else ')'}"
 
 
-def parse_band(label: str) -> tuple[float, float] | None:
-    m = _BAND.match(label)
-    return (float(m.group(1)), float(m.group(2))) if m else None
+def band_label(low: float, high: float, integer: bool = False) -> str:
+    """Label of the band ``low <= x < high``: closed over whole numbers for an integer QI."""
+    if integer and float(low).is_integer() and float(high).is_integer():
+        return f"[{fmt_number(low)}, {fmt_number(high - 1)}]"
+    return interval_label(low, high, closed=False)
+
+
+def _split_dash(inner: str) -> tuple[str, str] | None:
+    """Split legacy ``lo-hi`` where ``lo`` may itself contain a minus sign (``-5-3``, ``1e-05-2``)."""
+    start = 0
+    while True:
+        i = inner.find("-", start + 1)
+        if i < 0:
+            return None
+        lo, hi = inner[:i], inner[i + 1:]
+        try:
+            float(lo), float(hi)
+            return lo, hi
+        except ValueError:
+            start = i
+
+
+def split_interval(label: str) -> tuple[str, str, bool] | None:
+    """``(low text, high text, high included)`` of an interval label, None if it is not one.
+
+    Reads ``[a, b]``, ``[a, b)`` and the legacy ``[a-b]`` (numbers) and ``[a..b]`` (dates)."""
+    if len(label) < 3 or label[0] != "[" or label[-1] not in "])":
+        return None
+    inner, closed = label[1:-1], label[-1] == "]"
+    if ", " in inner:
+        lo, hi = inner.split(", ", 1)
+        return lo.strip(), hi.strip(), closed
+    if not closed:
+        return None
+    if ".." in inner:
+        lo, hi = inner.split("..", 1)
+        return lo.strip(), hi.strip(), True
+    parts = _split_dash(inner.replace("\u2013", "-"))
+    return (parts[0].strip(), parts[1].strip(), True) if parts else None
+
+
+def parse_interval(label: str) -> tuple[float, float, bool] | None:
+    """Numeric ``(low, high, high included)`` of an interval label or a single number; None otherwise."""
+    parts = split_interval(label)
+    try:
+        if parts is None:
+            v = float(label)
+            return (v, v, True) if label.strip() not in ("", "nan", "inf", "-inf") else None
+        return float(parts[0]), float(parts[1]), parts[2]
+    except ValueError:
+        return None
 
 
 def to_numeric(name: str, values: pd.Series) -> np.ndarray:
@@ -130,8 +196,8 @@ class IntervalHierarchy(Hierarchy):
         lows, highs = [leaves.copy()], [leaves.copy()]
         costs = [np.where(inside_leaf, 0.0, 1.0)]
         for lo, hi in self._bands(leaves, dom):
-            lab = np.array([band_label(a, b) if ok else TOP for a, b, ok in zip(lo, hi, inside_leaf, strict=True)],
-                           dtype=object)
+            lab = np.array([band_label(a, b, self.integer) if ok else TOP
+                            for a, b, ok in zip(lo, hi, inside_leaf, strict=True)], dtype=object)
             m, uniq = pd.factorize(pd.Series(lab), sort=False)
             first = np.unique(m, return_index=True)[1]
             maps.append(m.astype(np.int32))
@@ -159,26 +225,13 @@ class IntervalHierarchy(Hierarchy):
             v = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             return False
-        band = parse_band(label)
-        if band is not None:
-            return band[0] <= v < band[1] or (band[1] == band[0] and v == band[0])
-        rng = parse_range(label)
-        if rng is not None:
-            return rng[0] <= v <= rng[1]
-        try:
-            return float(label) == v
-        except ValueError:
+        parsed = parse_interval(label)
+        if parsed is None:
             return False
-
-
-_RANGE = re.compile(r"^\[(-?[\d.eE+-]+)\s*[-–]\s*(-?[\d.eE+-]+)\]$")
+        lo, hi, closed = parsed
+        return lo <= v <= hi if closed else (lo <= v < hi or (lo == hi and v == lo))
 
 
 def range_label(low: float, high: float) -> str:
-    """Closed range ``[low-high]`` used by local-recoding engines (Mondrian, ILS, CG)."""
-    return fmt_number(low) if low == high else f"[{fmt_number(low)}-{fmt_number(high)}]"
-
-
-def parse_range(label: str) -> tuple[float, float] | None:
-    m = _RANGE.match(label)
-    return (float(m.group(1)), float(m.group(2))) if m else None
+    """Closed range ``[low, high]`` used by local-recoding engines (Mondrian, ILS, CG); one value when equal."""
+    return interval_label(low, high, closed=True)

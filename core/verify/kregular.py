@@ -10,8 +10,9 @@ released labels alone (no engine internals) it checks:
    r = k): every released row lists exactly r distinct original rows, itself among them (so the
    row is a truthful generalization of its own record), and every original row is listed by
    exactly r released rows;
-4. every listed original value lies inside the released label: ``[lo-hi]`` or a single number
-   for numeric QIs, ``[day..day]`` or a single day for date QIs, ``{a,b}`` or a single value for
+4. every listed original value lies inside the released label: ``[lo, hi]`` or a single number
+   for numeric QIs, ``[day, day]`` or a single day for date QIs (the older ``[lo-hi]`` and
+   ``[day..day]`` forms are read too), ``{a,b}`` or a single value for
    categorical and masked QIs.
 
 A k-regular bipartite graph is a union of k perfect matchings, so with 3 and 4 every original row
@@ -29,46 +30,27 @@ import pandas as pd
 from core.encoding import Schema
 from core.engines.base import Release
 from core.hierarchies.dates import to_days
+from core.hierarchies.intervals import parse_interval, split_interval
 from core.privacy.requirement import PrivacyRequirement
 from core.verify.classes import VerificationReport, check_risk
 
 
-def _split_range(inner: str, sep: str) -> tuple[str, str] | None:
-    """Split ``lo<sep>hi`` where ``lo`` may itself contain the separator (a minus sign, 1e-05)."""
-    start = 0
-    while True:
-        i = inner.find(sep, start + 1)
-        if i < 0:
-            return None
-        lo, hi = inner[:i], inner[i + len(sep):]
-        try:
-            float(lo), float(hi)
-            return lo, hi
-        except ValueError:
-            start = i
-
-
 def _numeric_bounds(label: str) -> tuple[float, float]:
-    if label.startswith("[") and label.endswith("]"):
-        parts = _split_range(label[1:-1], "-")
-        if parts is None:
-            return np.nan, np.nan
-        return float(parts[0]), float(parts[1])
-    try:
-        v = float(label)
-    except ValueError:
+    """Inclusive numeric bounds of a label (a half-open ``[a, b)`` ends just below ``b``); NaN if unreadable."""
+    parsed = parse_interval(label)
+    if parsed is None:
         return np.nan, np.nan
-    return v, v
+    lo, hi, closed = parsed
+    return lo, hi if closed else float(np.nextafter(hi, -np.inf))
 
 
 def _date_bounds(label: str) -> tuple[float, float]:
     try:
-        if label.startswith("[") and label.endswith("]") and ".." in label:
-            lo, hi = label[1:-1].split("..", 1)
-        else:
-            lo = hi = label
+        parts = split_interval(label)
+        lo, hi = (parts[0], parts[1]) if parts else (label, label)
         days = to_days("label", pd.Series([lo, hi])).asi8 / 86400e9
-        return float(days[0]), float(days[1])
+        end = float(days[1]) if parts is None or parts[2] else float(days[1]) - 1
+        return float(days[0]), end
     except Exception:  # unparseable label: covers nothing
         return np.nan, np.nan
 

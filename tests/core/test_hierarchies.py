@@ -40,6 +40,15 @@ def test_interval_widths_nest_and_cost_by_width():
     assert list(enc.labels[2][enc.at(2)]) == ["[20, 30)", "[20, 30)", "[30, 40)", "[90, 100)"]
     assert enc.cost[1][enc.at(1)[0]] == pytest.approx(0.05)
     assert h.covers("[20, 25)", 21) and h.covers("[20-24]", 21) and not h.covers("[20, 25)", 25)
+    assert h.covers("[20, 24]", 24) and not h.covers("[20, 24]", 24.5)
+
+
+def test_integer_bands_are_closed_whole_number_intervals():
+    """One label format: an integer QI's band 20 <= x < 25 is written [20, 24], so label and bounds agree."""
+    h = IntervalHierarchy("age", widths=(5, 10), domain=(0, 100), integer=True)
+    enc = h.encode(pd.Series([21, 24, 37, 99]))
+    assert list(enc.labels[1][enc.at(1)]) == ["[20, 24]", "[20, 24]", "[35, 39]", "[95, 99]"]
+    assert h.covers("[20, 24]", 24) and not h.covers("[20, 24]", 25) and h.covers("[20, 25)", 24)
 
 
 def test_interval_edges_and_auto():

@@ -29,7 +29,7 @@ def label_gcp(rows: pd.DataFrame, original: pd.DataFrame) -> float:
         if name == "age":
             vals = pd.to_numeric(original[name])
             span = vals.max() - vals.min()
-            inner = labels.str.strip("[]").str.split("-", expand=True)
+            inner = labels.str.strip("[]").str.split(", ", expand=True)  # closed ranges [lo, hi]
             lo = pd.to_numeric(inner[0])
             hi = pd.to_numeric(inner[1]) if inner.shape[1] > 1 else lo
             hi = hi.fillna(lo)
@@ -118,7 +118,7 @@ def test_verifier_catches_tampering():
     assert not verify_release(df, rel, SCHEMA, make_params("kmember", {"k": 4}).requirement()).ok
     # a label that no longer covers its rows
     rows = rel.rows.copy()
-    rows.loc[rows.index[0], "age"] = "[200-300]"
+    rows.loc[rows.index[0], "age"] = "[200, 300]"
     bad = _with(rel, rows=rows)
     assert any("age" in f for f in verify_release(df, bad, SCHEMA).failures)
     # a set label that misses a value

@@ -3,7 +3,7 @@
 Local recoding generalizes each class to the least common generalization of its members:
 
 * ``numeric`` QIs with an interval hierarchy (ordered leaves) use the closed range of the class,
-  labelled ``[lo-hi]`` (:func:`core.hierarchies.intervals.range_label`); loss (max - min) / (domain
+  labelled ``[lo, hi]`` (:func:`core.hierarchies.intervals.range_label`); loss (max - min) / (domain
   max - domain min) (eq. 1, numerical case);
 * every other QI (categorical, masked, dates, numeric with a table hierarchy) uses the lowest
   common ancestor in its hierarchy; loss (leaves under it - 1) / (leaves - 1) (eq. 1, categorical

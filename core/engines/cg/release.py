@@ -13,19 +13,14 @@ from core.engines.base import Release
 from core.engines.cg.problem import RANGE, Problem
 from core.engines.cg.state import State
 from core.hierarchies import TOP
-from core.hierarchies.intervals import fmt_number
+from core.hierarchies.intervals import range_label
 from core.metrics import sensitive_frequency, summarize
 from core.privacy import PrivacyRequirement, achieved
 
 
-def _num(v: float) -> str:
-    text = fmt_number(v)
-    return text if float(text) == v else repr(float(v))
-
-
 def range_text(lo: float, hi: float) -> str:
-    """Closed range label ``[lo-hi]`` (a single value when lo == hi) that parses back exactly."""
-    return _num(lo) if lo == hi else f"[{_num(lo)}-{_num(hi)}]"
+    """Closed range label ``[lo, hi]`` (a single value when lo == hi) that parses back exactly."""
+    return range_label(lo, hi)
 
 
 def class_labels(batch: EncodedBatch, p: Problem, st: State) -> tuple[list[np.ndarray], np.ndarray]:

@@ -2,9 +2,9 @@
 
 Label conventions (parsed back by :mod:`core.verify.kregular`):
 
-* numeric QI: ``[lo-hi]`` (closed range) or the single value when lo == hi; integers without a
-  decimal point, other floats in Python's shortest round-trip form;
-* date QI: ``[YYYY-MM-DD..YYYY-MM-DD]`` or the single day;
+* numeric QI: ``[lo, hi]`` (closed range, :func:`core.hierarchies.intervals.range_label`) or the
+  single value when lo == hi; integers without a decimal point, other floats in a form that reads back exactly;
+* date QI: ``[YYYY-MM-DD, YYYY-MM-DD]`` (closed) or the single day;
 * categorical / masked QI: ``{a,b,c}`` (the sorted set of values) or the single value.
 """
 
@@ -25,21 +25,17 @@ from core.engines.hetero.objective import (
     matching_sil,
     ncp_matrix,
 )
+from core.hierarchies.intervals import interval_label, range_label
 from core.metrics import gcp, loss_metric, per_attribute_loss, summarize
 from core.privacy import achieved
-
-
-def fmt_value(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
 
 
 def ordered_labels(lo: np.ndarray, hi: np.ndarray, kind: str) -> np.ndarray:
     if kind == "date":
         a = pd.to_datetime(lo, unit="D", utc=True).strftime("%Y-%m-%d").to_numpy()
         b = pd.to_datetime(hi, unit="D", utc=True).strftime("%Y-%m-%d").to_numpy()
-        return np.array([x if x == y else f"[{x}..{y}]" for x, y in zip(a, b, strict=True)], dtype=object)
-    return np.array([fmt_value(x) if x == y else f"[{fmt_value(x)}-{fmt_value(y)}]"
-                     for x, y in zip(lo.tolist(), hi.tolist(), strict=True)], dtype=object)
+        return np.array([interval_label(x, y) for x, y in zip(a, b, strict=True)], dtype=object)
+    return np.array([range_label(x, y) for x, y in zip(lo.tolist(), hi.tolist(), strict=True)], dtype=object)
 
 
 def set_label(values: list[str]) -> str:
