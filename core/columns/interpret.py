@@ -98,6 +98,10 @@ class IntervalInterpreter(Interpreter):
         super().__init__(qi, hierarchy)
         self.integer = hierarchy.integer
         self.widths, self.edges = hierarchy.widths, hierarchy.edges
+        dom = hierarchy.domain
+        # bands of fixed widths start on a grid whose origin the domain fixes (core/hierarchies/intervals.py)
+        self.origin = (np.floor(dom[0] / self.widths[-1]) * self.widths[-1]
+                       if dom is not None and self.widths else None)
 
     def columns(self) -> list[Column]:
         t = "integer" if self.integer else "number"
@@ -144,7 +148,8 @@ class IntervalInterpreter(Interpreter):
             if isinstance(band, tuple):
                 if lo in band and upper in band and band.index(upper) == band.index(lo) + 1:
                     return i
-            elif abs((upper - lo) - band) < 1e-9 and (not closed or self.integer):
+            elif abs((upper - lo) - band) < 1e-9 and (not closed or self.integer) and (
+                    self.origin is None or abs(((lo - self.origin) / band) - round((lo - self.origin) / band)) < 1e-9):
                 return i
         if self.widths is None and self.edges is None and (not closed or self.integer):
             return 1  # automatic bands: the width depends on the batch; reported as one level
@@ -245,9 +250,11 @@ class TableInterpreter(Interpreter):
         return None  # pragma: no cover - the top is shared
 
     def values(self, label: str) -> tuple[Any, ...]:
+        if label == TOP:
+            return (self.height, *(None,) * len(self.level_names))
         members = set_members(label)
         where = self._set_row(members) if members is not None else self._where.get(label)
-        if where is None or label == TOP:
+        if where is None:
             return (None,) * (1 + len(self.level_names))
         level, row = where
         ancestors = tuple(str(self.table[row, i]) if i >= level else None for i in range(1, self.height))

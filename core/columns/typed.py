@@ -1,0 +1,80 @@
+"""The published table of a release: each QI label followed by its typed columns.
+
+Column order, fixed by the spec (never by the data): per QI, in spec order, the label then its typed
+columns (:mod:`core.columns.interpret`); the sensitive column; the pass-through columns;
+``suppressed``; then the window context columns the caller passes (``event_date``, ``station_id`` /
+``region``), whose values are the same for every row of a release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from core.columns.interpret import Column, Interpreter, interpreter
+from core.encoding import Schema
+from core.errors import SpecError
+from core.hierarchies import TOP
+
+CLASS_ID = Column("class_id", "integer", "equivalence class of the row within this release: rows with the same "
+                  "class_id share every QI label (a k-regular release numbers each row)")
+SUPPRESSED = Column("suppressed", "boolean", "true when every QI of the row is * (the row says nothing about its "
+                    "quasi-identifiers); rows suppressed by the engine are not published, only counted")
+CONTEXT: dict[str, Column] = {
+    "event_date": Column("event_date", "date", "day (UTC) of the window that released the record; reports carried "
+                         "over from an earlier window of the same key carry the releasing window's day"),
+    "station_id": Column("station_id", "string", "the station whose window released the record (windows per "
+                         "station)"),
+    "region": Column("region", "string", "the region whose window released the record (windows per region)"),
+}
+
+
+def interpreters(schema: Schema) -> list[Interpreter]:
+    """One interpreter per QI, in spec order."""
+    return [interpreter(q, schema.hierarchies[q.name]) for q in schema.spec.qi]
+
+
+def release_columns(schema: Schema, context: list[str] | tuple[str, ...] = ()) -> list[Column]:
+    """Every column of a published release (without ``class_id``), in order, with type and meaning.
+
+    Raises :class:`SpecError` when a generated name (``age_lo`` ...) collides with another column."""
+    spec = schema.spec
+    cols: list[Column] = []
+    for interp in interpreters(schema):
+        cols.append(Column(interp.name, "string", interp.label_meaning()))
+        cols.extend(interp.columns())
+    if spec.sensitive:
+        cols.append(Column(spec.sensitive.name, "string", "sensitive attribute, published unchanged"))
+    cols.extend(Column(c, "string", "pass-through column, published unchanged") for c in spec.passthrough)
+    cols.append(SUPPRESSED)
+    cols.extend(CONTEXT[c] for c in context)
+    names = [c.name for c in cols]
+    dup = sorted({n for n in names if names.count(n) > 1} | ({CLASS_ID.name} & set(names)))
+    if dup:
+        raise SpecError(f"published column name(s) {dup} collide: rename the column or set level_names in the spec")
+    return cols
+
+
+def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | None = None) -> pd.DataFrame:
+    """The published table of released ``rows`` (labels as the engine wrote them; same index).
+
+    ``context`` maps context column names (see :data:`CONTEXT`) to their value for the whole release."""
+    context = context or {}
+    spec = schema.spec
+    parts: list[pd.DataFrame | pd.Series] = []
+    top = pd.Series(True, index=rows.index)
+    for interp in interpreters(schema):
+        labels = rows[interp.name].astype(object).where(rows[interp.name].notna(), TOP).astype(str)
+        parts.append(labels.rename(interp.name))
+        parts.append(interp.frame(labels))
+        top &= labels == TOP
+    for col in ([spec.sensitive.name] if spec.sensitive else []) + list(spec.passthrough):
+        parts.append(rows[col].rename(col))
+    parts.append(top.astype("boolean").rename(SUPPRESSED.name))
+    for name, value in context.items():
+        dtype = "string" if CONTEXT[name].type in ("string", "date") else None
+        parts.append(pd.Series([value] * len(rows), index=rows.index, name=name, dtype=dtype))
+    out = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=rows.index)
+    expected = [c.name for c in release_columns(schema, list(context))]
+    return out[expected]
