@@ -46,7 +46,8 @@ def release_counts(received: int, released: int, suppressed: int, held_back: int
 def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
-                   columns: list[str], checksum: str, now: datetime, timings: dict[str, float]) -> dict[str, Any]:
+                   columns: list[str], checksum: str, now: datetime, timings: dict[str, float],
+                   codebook: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned manifest of release ``rid`` of ``window``."""
     first, last = span
     return clean_json({
@@ -61,4 +62,5 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
         "created_at": now.isoformat(),
         "timings": {name: round(v, 3) for name, v in timings.items()},
         "diagnostics": public_diagnostics(release.diagnostics),
+        "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
     })

@@ -11,7 +11,10 @@ Topics (names configurable in :class:`stream.settings.Settings`):
 * ``crime.reports.dlq``: :class:`DeadLetter` (one-line reason, station, time, and the original payload:
   at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole message).
 * ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
-  identifiers, no report ids, no fingerprints.
+  identifiers, no report ids, no fingerprints. ``values`` holds the published table's columns
+  (:func:`core.columns.typed_columns`): each QI label with its typed columns (``age_lo``, ``age_hi``,
+  ``suburb_level``, ``suburb_region`` ...), the sensitive value, ``suppressed`` and the window context
+  (``event_date``, ``station_id``); docs/stream.md "Release columns" explains each.
 * ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
 """
 
@@ -21,6 +24,7 @@ import hashlib
 import hmac
 import json
 import math
+from datetime import UTC
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -103,6 +107,23 @@ def record_messages(release_id: str, columns: list[str], rows: list[list[Any]]) 
         class_id = values.pop("class_id")
         out.append({"release_id": release_id, "seq": seq, "class_id": class_id, "values": values})
     return out
+
+
+def context_columns(publish: tuple[str, ...], window_by: str) -> list[str]:
+    """Window context published as record columns: ``event_date``, and the window key as ``station_id``
+    (windows per station) or ``region`` (per region); nothing for the key of global windows."""
+    out = ["event_date"] if "event_date" in publish else []
+    if "station_id" in publish and window_by in ("station", "region"):
+        out.append("station_id" if window_by == "station" else "region")
+    return out
+
+
+def context_values(names: list[str], window: Any) -> dict[str, Any]:
+    """The context columns' values for every record of a release of ``window`` (as its manifest says)."""
+    start = window.start if window.start.tzinfo else window.start.replace(tzinfo=UTC)  # stored as UTC
+    values = {"event_date": start.astimezone(UTC).date().isoformat(),
+              "station_id": window.key.removeprefix("station:"), "region": window.key.removeprefix("region:")}
+    return {n: values[n] for n in names}
 
 
 def checksum(messages: list[dict[str, Any]]) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.columns import build_codebook, release_columns, typed_columns
 from core.encoding import Schema, encode
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import AnonymizationError, InfeasibleError
@@ -44,7 +45,7 @@ from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
 from stream.faults import crash_at
 from stream.manifest import build_manifest, release_counts
-from stream.records import checksum_encoded, clean_json, dumps, record_messages
+from stream.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
 from stream.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
 from stream.settings import Settings, secret_value
@@ -95,8 +96,8 @@ class Orchestrator:
         self._encoded_lock = threading.Lock()
         self.signer = load_private_key(secret_value(settings.signing_key), settings.data_dir,
                                        settings.mode == "production")
-        self.columns = ["class_id", *spec.qi_names, *([spec.sensitive.name] if spec.sensitive else []),
-                        *spec.passthrough]
+        self.context = context_columns(spec.publish_context, settings.window_by)
+        self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
         """Run the engine once on a few accepted reports and discard the result.
@@ -277,7 +278,8 @@ class Orchestrator:
                risk: dict[str, Any] | None = None) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
-        out = rows_df.reindex(columns=self.columns[1:]).astype(object)
+        table = typed_columns(rows_df, self.schema, context_values(self.context, window))
+        out = table.astype(object).where(table.notna(), None)
         class_ids = np.asarray(release.class_ids).astype(np.int64)
         rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
                                                        strict=True)]
@@ -299,7 +301,8 @@ class Orchestrator:
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
-            checksum=checksum_encoded(encoded), now=now, timings=timings)
+            checksum=checksum_encoded(encoded), now=now, timings=timings,
+            codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
