@@ -28,6 +28,10 @@ Examples:
       --max-suppression 0.04 --out adult-k5.csv --report adult-k5.json
   anonstream anonymize reports.csv --spec crime --engine mondrian -k 10 -l 3 --out out.csv
 
+The output has each quasi-identifier's label followed by typed columns (age_lo/age_hi bounds,
+suburb_level and suburb_region ..., a boolean 'suppressed'); the --report JSON carries the codebook
+that explains every column (docs/stream.md, "Release columns").
+
 Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines'), e.g. a bound on the
 re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param avg_risk=0.05;
 engines that cannot guarantee them refuse. The report carries the release's risk profile
@@ -45,8 +49,11 @@ def _value(text: str) -> object:
 
 
 def cmd_anonymize(args: argparse.Namespace) -> int:
+    import dataclasses
+
     import numpy as np
 
+    from core.columns import build_codebook, typed_columns
     from core.encoding import encode
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
@@ -74,9 +81,13 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     runtime = time.perf_counter() - started
     report = verify_release(frame, release, schema)
     risk = batch_risk(schema, frame, release, args.threshold)
-    out_cols = [c for c in release.rows.columns]
-    published, order = batch_history.publication(args, release, out_cols, history)
-    recorded = batch_history.record(args, history, release, report, published, out_cols)  # before --out
+    # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
+    table = typed_columns(release.rows, schema)
+    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False)
+    typed = dataclasses.replace(release, rows=table)
+    out_cols = list(table.columns)
+    published, order = batch_history.publication(args, typed, out_cols, history)
+    recorded = batch_history.record(args, history, typed, report, published, out_cols)  # before --out
     if args.out:
         from stream.csvsafe import neutralize_frame
 
@@ -85,6 +96,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary = release.summary()
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
+    summary["codebook"] = codebook
     if recorded is not None:
         summary["ledger"] = recorded
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),
@@ -144,7 +156,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="write the anonymized rows here (CSV; text cells starting with = + - @ are "
                    "prefixed with ' so spreadsheets never run them as formulas; numbers are unchanged)")
     p.add_argument("--raw-columns", help="comma-separated text columns written without that prefix")
-    p.add_argument("--report", help="write levels, metrics, risk profile, solution and runtime here (JSON)")
+    p.add_argument("--report", help="write levels, metrics, risk profile, solution, runtime and the codebook of the "
+                   "output columns here (JSON)")
     from core.risk.reidentification import DEFAULT_THRESHOLD
 
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD,

@@ -63,6 +63,15 @@ def test_anonymize_writes_rows_and_report(tiny, tmp_path):
     rep = json.loads(report.read_text())
     assert rep["verification"]["ok"] and rep["diagnostics"]["levels"] and "loss_metric" in rep["metrics"]
     assert rep["runtime_s"] >= 0
+    # typed columns beside each label, the same as on the stream, explained by the report's codebook
+    assert list(released.columns) == ["age", "age_lo", "age_hi", "colour", "colour_level", "colour_l1", "offence",
+                                      "suppressed"]
+    assert [c["name"] for c in rep["codebook"]["columns"]] == list(released.columns)
+    ages = pd.read_csv(data)["age"]
+    rows = released[released["age"] != "*"]
+    assert rows["age"].str.fullmatch(r"\[\d+, \d+\)|\d+").all()  # real-valued bands are half-open [lo, hi)
+    lo, hi = rows["age_lo"].astype(float), rows["age_hi"].astype(float)
+    assert (lo >= ages.min() - 20).all() and (hi <= ages.max() + 20).all() and (lo < hi).all()
 
 
 def test_unknown_column_in_spec(tiny, tmp_path):
