@@ -172,3 +172,18 @@ def test_labels_read_back_for_edge_cases():
     assert interp.values("[-5-3]") == (-5.0, 3.0)  # legacy closed range
     assert interp.values("2.25") == (2.25, 2.25)
     assert interp.values("*") == (None, None) and interp.values("garbage") == (None, None)
+
+
+@pytest.mark.parametrize("name", ["crime", "adult", "adult-uci", "nypd"])
+def test_every_bundled_spec_has_distinct_published_columns(name):
+    cols = [c.name for c in release_columns(load_schema(name), ["event_date", "station_id"])]
+    assert len(cols) == len(set(cols)) and "class_id" not in cols
+
+
+def test_a_generated_name_that_collides_is_a_spec_error():
+    from core.errors import SpecError
+
+    spec = load_schema("crime").spec.model_dump(mode="json")
+    spec["passthrough"] = ["age_lo"]
+    with pytest.raises(SpecError, match="age_lo"):
+        release_columns(Schema.from_spec(parse_spec(spec)))
