@@ -181,7 +181,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
 
             rows = s.execute(select(Release.id, Release.released, Window.claimed_at, Window.close_reason,
                                     Window.last_input_at,
-                                    Release.created_at, Release.published_at, Release.manifest)
+                                    Release.created_at, Release.published_at, Release.verification)
                              .join(Window, Release.window_id == Window.id)).all()
             last_ingest = s.execute(select(func.max(PendingReport.received_at))).scalar_one().timestamp()
         # A window closes on its size cap when its last report is written to the pool (last_input_at):
@@ -193,7 +193,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
         finished = max(arrivals.values())
         # where a window's time goes: the release's own timings, then stored / published / manifest received,
         # each measured from the window's claim
-        breakdown = sorted(({**r.manifest.get("timings", {}),
+        breakdown = sorted(({**(r.verification or {}).get("timings", {}),
                              "due_after_push_s": round(r.last_input_at.timestamp() - started, 2),
                              "published_s": round((r.published_at - r.claimed_at).total_seconds(), 2)
                              if r.published_at else None,

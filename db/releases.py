@@ -205,11 +205,15 @@ class ReleaseRepository(ClaimRepository):
                 raise KeyError(release_id)
             return rel.manifest, list(recs.columns), [list(r) for r in recs.rows]
 
-    def mark_published(self, release_id: str, worker: str, now: datetime) -> None:
+    def mark_published(self, release_id: str, worker: str, now: datetime) -> dict[str, float]:
+        """Mark a release published; returns its stage timings (kept in the ledger, not the manifest)."""
         with self.db.unit() as s:
             s.execute(update(Release).where(Release.id == release_id).values(
                 state="published", published_at=now, publish_count=Release.publish_count + 1))
             s.add(AuditEntry(at=now, actor=worker, action="release-published", subject=release_id, detail={}))
+            verification = s.execute(select(Release.verification).where(Release.id == release_id)).scalar_one_or_none()
+        timings = (verification or {}).get("timings") if isinstance(verification, dict) else None
+        return timings if isinstance(timings, dict) else {}
 
     def accounting(self) -> dict[str, int]:
         """Report counts by fate: pool states, duplicates/corrections and DLQ rejections."""

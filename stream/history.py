@@ -199,7 +199,7 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
                            "stations": stations, "engine": release.engine, "params": release.params,
                            "k": int(report.k), "l": report.l_distinct, "metrics": metrics, "counts": counts,
                            "records": len(rows), "columns": columns, "checksum": checksum_encoded(encoded),
-                           "created_at": now.isoformat(), "source": "batch"})
+                           "source": "batch"})
     stored = StoredRelease(
         id=rid, window_id=window_id, window_key=f"batch:{name}", stations=stations, engine=release.engine,
         params=clean_json(release.params), seed=seed, k_achieved=int(report.k), l_achieved=report.l_distinct,

@@ -11,7 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from core.engines.base import PRIVATE_DIAGNOSTICS
+from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
 from stream.records import clean_json
 from stream.settings import Settings
 
@@ -20,9 +20,10 @@ BLOCK_RULES = ("report", "content", "person")
 
 
 def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
-    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front)."""
+    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front), no
+    wall-clock measurement (they would make two runs of the same window differ)."""
     out: dict[str, Any] = {}
-    for key, value in diagnostics.items():
+    for key, value in reproducible_diagnostics(diagnostics).items():
         if key in PRIVATE_DIAGNOSTICS:
             continue
         clean = clean_json(value)
@@ -46,9 +47,11 @@ def release_counts(received: int, released: int, suppressed: int, held_back: int
 def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
-                   columns: list[str], checksum: str, now: datetime, timings: dict[str, float],
-                   codebook: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The unsigned manifest of release ``rid`` of ``window``."""
+                   columns: list[str], checksum: str, codebook: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
+    settings and the seed only, so the same input gives the same bytes whatever the load (no creation
+    time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
+    ``timings``, and in the logs)."""
     first, last = span
     return clean_json({
         "release_id": rid,
@@ -59,8 +62,6 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
         "sample_policy": settings.sample_policy, "link_guard": settings.link_guard,
         "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
         "records": records, "columns": columns, "checksum": checksum,
-        "created_at": now.isoformat(),
-        "timings": {name: round(v, 3) for name, v in timings.items()},
         "diagnostics": public_diagnostics(release.diagnostics),
         "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
     })

@@ -193,4 +193,4 @@ class Manifest(BaseModel):
     records: int
     columns: list[str]
     checksum: str
-    created_at: str
+    created_at: str | None = None  # older manifests carried it; the ledger keeps the creation time

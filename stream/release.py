@@ -301,16 +301,17 @@ class Orchestrator:
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
-            checksum=checksum_encoded(encoded), now=now, timings=timings,
+            checksum=checksum_encoded(encoded),
             codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
             params=clean_json(release.params), seed=seed, k_achieved=k_ach, l_achieved=l_ach,
             information_loss=loss if isinstance(loss, float | int) else None, metrics=metrics,
-            verification=clean_json(report.as_dict()), counts=counts, checksum=manifest["checksum"],
-            manifest=manifest, columns=self.columns, rows=rows, released_ids=released_ids,
-            suppressed_ids=suppressed_ids, blocked_ids=blocked, held_back_ids=held_back, key_duplicates=key_dups,
+            verification=clean_json({**report.as_dict(), "timings": {n: round(v, 3) for n, v in timings.items()}}),
+            counts=counts, checksum=manifest["checksum"], manifest=manifest, columns=self.columns, rows=rows,
+            released_ids=released_ids, suppressed_ids=suppressed_ids, blocked_ids=blocked, held_back_ids=held_back,
+            key_duplicates=key_dups,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
             unique_content=self.settings.link_guard in ("content", "person"))

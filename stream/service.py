@@ -301,11 +301,12 @@ class WorkerService:
             await (self.send_many or one_by_one(send))(s.topic_anonymized, key, records)
             crash_at("mid-publish", s.fault_point)
             await (await send(s.topic_releases, key, manifest))
-            await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
+            timings = await asyncio.to_thread(self.repo.mark_published, release_id, self.worker, datetime.now(UTC))
         finally:
             self.leases.publishing.discard(release_id)
         self.stats["published"] += 1
-        self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started)
+        self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started,
+                              timings)
         log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(records),
                  time.perf_counter() - started, extra=ctx(release_id=release_id))
 
