@@ -12,10 +12,8 @@ from the id, so an id can never name a path), and malformed records.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
-import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -24,18 +22,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from stream.csvsafe import neutralize_row
+from stream.export import write_release
+from stream.export.ids import valid_release_id
 from stream.records import checksum
 from stream.signing import verify_manifest
 
 log = logging.getLogger(__name__)
-RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 MAX_PENDING_RELEASES = 10_000  # releases with records but no manifest yet, kept at most (memory bound)
-
-
-def valid_release_id(value: Any) -> str | None:
-    """The release id if it is in the allow-listed alphabet, else None."""
-    return value if isinstance(value, str) and RELEASE_ID.fullmatch(value) else None
 
 
 class ReleaseAssembler:
@@ -57,51 +50,56 @@ class ReleaseAssembler:
             log.debug("refused %s: %s", what, reason)
         self.refused[reason] += 1
 
-    def add_raw(self, raw: bytes | None, is_manifest: bool) -> None:
-        """One message from either topic, as bytes: non-JSON and non-object messages are refused."""
+    def add_raw(self, raw: bytes | None, is_manifest: bool) -> str | None:
+        """One message from either topic, as bytes: non-JSON and non-object messages are refused.
+
+        Returns the id of the release this message now waits in (kept until that release completes), or
+        None when nothing of it is kept (refused, or a duplicate)."""
         kind = "manifest" if is_manifest else "record"
         try:
             obj = json.loads(raw) if raw is not None else None
         except (ValueError, RecursionError):
             self._refuse("not JSON", f"a {kind} message")
-            return
+            return None
         if not isinstance(obj, dict):
             self._refuse("not a JSON object", f"a {kind} message")
-            return
-        self.add_manifest(obj) if is_manifest else self.add_record(obj)
+            return None
+        return self.add_manifest(obj) if is_manifest else self.add_record(obj)
 
-    def add_record(self, msg: dict[str, Any]) -> None:
+    def add_record(self, msg: dict[str, Any]) -> str | None:
         rid = valid_release_id(msg.get("release_id"))
         seq = msg.get("seq")
         if rid is None or not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 \
                 or not isinstance(msg.get("values"), dict):
             self._refuse("malformed record", "a record")
-            return
+            return None
         if rid in self.done or seq in self.records.get(rid, {}):
             self.duplicate_records += 1
-            return
+            return None
         if rid not in self.manifests and len(self.records) > MAX_PENDING_RELEASES:
             self.records.pop(rid, None)
             self._refuse("too many releases without a manifest", "a record")
-            return
+            return None
         self.records[rid][seq] = msg
+        return rid
 
-    def add_manifest(self, manifest: dict[str, Any]) -> None:
+    def add_manifest(self, manifest: dict[str, Any]) -> str | None:
         rid = valid_release_id(manifest.get("release_id"))
         if rid is None:
             self._refuse("release id outside [A-Za-z0-9_-]{1,64}", "a manifest")
-            return
+            return None
         why = verify_manifest(manifest, self.public_key)
         if why is not None:
             self._refuse(why, f"manifest {rid}")
-            return
+            return None
         if not isinstance(manifest.get("records"), int) or not isinstance(manifest.get("columns"), list):
             self._refuse("malformed manifest", f"manifest {rid}")
-            return
+            return None
         if rid in self.done or rid in self.manifests:
             self.duplicate_manifests += 1
-            return
+            return None
         self.manifests[rid] = manifest
+        return rid
 
     def complete(self) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
         """Releases that became complete since the last call, with their records in ``seq`` order."""
@@ -120,38 +118,53 @@ class ReleaseAssembler:
 
 def write_release_csv(out_dir: Path, manifest: dict[str, Any], records: list[dict[str, Any]],
                       raw_columns: tuple[str, ...] = ()) -> Path | None:
-    """Write ``<release id>.csv`` (+ its manifest as JSON) inside ``out_dir``; None if it was written before.
+    """``OUT/<release id>.csv`` + its manifest (:func:`stream.export.write_release`); None if written before."""
+    return write_release(out_dir, manifest, records, "csv", None, raw_columns)
 
-    The file name comes from the validated release id, never from a path; text cells that would run as
-    spreadsheet formulas are neutralized (:mod:`stream.csvsafe`) except in ``raw_columns``.
+
+class GroupOffsets:
+    """The offsets a consumer group may commit: never past a message of a release not yet written.
+
+    Per partition: the next offset after the last message read, lowered to the earliest offset of any
+    message still waiting in an incomplete release. A release whose records and manifest straddle polls
+    (or a crash) is therefore read again from its first message by the next run; writing is idempotent
+    by release id, so re-reading costs time, never a duplicate or a gap. Messages of a release that
+    never completes (records without a valid manifest) hold their partition's offset back for good.
     """
-    rid = valid_release_id(manifest.get("release_id"))
-    if rid is None:
-        raise ValueError("release id outside the allowed alphabet")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{rid}.csv"
-    if path.resolve().parent != out_dir.resolve():
-        raise ValueError("release file would leave the output folder")
-    if path.exists():
-        return None
-    cols = [str(c) for c in manifest["columns"] if c != "class_id"]
-    raw = [False, *(c in raw_columns for c in cols)]
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(neutralize_row(["class_id", *cols], raw))
-        for r in records:
-            w.writerow(neutralize_row([r.get("class_id"), *(r["values"].get(c) for c in cols)], raw))
-    (out_dir / f"{rid}.manifest.json").write_text(json.dumps(manifest, indent=2))
-    tmp.replace(path)
-    return path
+
+    def __init__(self) -> None:
+        self.read: dict[Any, int] = {}  # partition -> next offset after the last message read
+        self.waiting: dict[str, dict[Any, int]] = {}  # release id -> partition -> earliest offset kept
+
+    def seen(self, tp: Any, offset: int, rid: str | None) -> None:
+        self.read[tp] = max(self.read.get(tp, 0), offset + 1)
+        if rid is not None:
+            first = self.waiting.setdefault(rid, {})
+            first[tp] = min(first.get(tp, offset), offset)
+
+    def written(self, rid: str) -> None:
+        self.waiting.pop(rid, None)
+
+    def committable(self) -> dict[Any, int]:
+        out = dict(self.read)
+        for first in self.waiting.values():
+            for tp, offset in first.items():
+                out[tp] = min(out.get(tp, offset), offset)
+        return out
 
 
-def make_consumer(bootstrap: list[str] | str, topics: list[str]) -> Any:
-    """A kafka-python consumer assigned (no group: nothing to join) to every partition, from the start."""
+def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | None = None,
+                  from_start: bool = False) -> Any:
+    """A kafka-python consumer assigned to every partition of ``topics`` (no group join: the test
+    broker answers joins slowly, and nothing here needs partitions balanced).
+
+    Without ``group`` it reads from the start. With ``group`` it resumes at the group's committed
+    offsets (from the start where the group has none, or everywhere with ``from_start``), and
+    :func:`follow_releases` commits the group's offsets as releases are written.
+    """
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=group,
                              auto_offset_reset="earliest", client_id="anonstream-consume",
                              consumer_timeout_ms=1000)
     parts = []
@@ -164,17 +177,40 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str]) -> Any:
         parts += [TopicPartition(t, p) for p in sorted(ps or [0])]
     consumer.assign(parts)
     consumer.seek_to_beginning(*parts)
+    if group is not None and not from_start:
+        for tp in parts:
+            committed = consumer.committed(tp)
+            if committed is not None:
+                consumer.seek(tp, committed)
     return consumer
+
+
+def commit(consumer: Any, offsets: dict[Any, int], done: dict[Any, int]) -> None:
+    """Commit the partitions whose committable offset moved since ``done`` (updated in place)."""
+    from kafka.structs import OffsetAndMetadata
+
+    moved = {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items() if done.get(tp) != off}
+    if moved:
+        consumer.commit(moved)
+        done.update({tp: om.offset for tp, om in moved.items()})
 
 
 def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_topic: str,
                     on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
                     stop: Callable[[], bool], idle_s: float | None = None, *,
-                    public_key: Ed25519PublicKey) -> ReleaseAssembler:
+                    public_key: Ed25519PublicKey, group: str | None = None, from_start: bool = False,
+                    written: set[str] | frozenset[str] = frozenset()) -> ReleaseAssembler:
     """Poll both topics, calling ``on_release`` per complete verified release, until ``stop()`` or ``idle_s``
-    of silence. A message that cannot be used is refused (logged, counted) and never stops the loop."""
-    consumer = make_consumer(bootstrap, [releases_topic, records_topic])
+    of silence. A message that cannot be used is refused (logged, counted) and never stops the loop.
+
+    With ``group``, offsets are committed for the group after each poll whose releases ``on_release``
+    has returned from (see :class:`GroupOffsets`); ``written`` are ids already on disk, whose messages
+    are skipped as duplicates and never hold an offset back."""
+    consumer = make_consumer(bootstrap, [releases_topic, records_topic], group, from_start)
     asm = ReleaseAssembler(public_key)
+    asm.done |= set(written)
+    offsets = GroupOffsets()
+    committed: dict[Any, int] = {}
     last = time.monotonic()
     try:
         while not stop():
@@ -183,13 +219,16 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
             for tp, msgs in batch.items():
                 for m in msgs:
                     got = True
-                    asm.add_raw(m.value, tp.topic == releases_topic)
+                    offsets.seen(tp, m.offset, asm.add_raw(m.value, tp.topic == releases_topic))
             for manifest, records in asm.complete():
                 on_release(manifest, records)
+                offsets.written(manifest["release_id"])
+            if group is not None:
+                commit(consumer, offsets.committable(), committed)
             if got:
                 last = time.monotonic()
             elif idle_s is not None and time.monotonic() - last > idle_s:
                 break
     finally:
-        consumer.close()
+        consumer.close(autocommit=False)
     return asm

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("stream.cli.service", "embedded broker + worker + simulated stations, one day"),
     "migrate": ("stream.cli.service", "upgrade the ledger database (or check / downgrade it)"),
     "push": ("stream.cli.stations", "validate a station's CSV/JSONL reports and push them"),
-    "consume": ("stream.cli.stations", "write each complete release as CSV (analysts' example)"),
+    "consume": ("stream.cli.consume", "write each complete release as CSV, Parquet or JSON lines (resumes)"),
     "console": ("stream.cli.console", "serve the operator console (web)"),
     "releases": ("stream.cli.console", "list, show, re-verify, re-publish or export releases"),
     "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),

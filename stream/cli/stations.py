@@ -1,10 +1,9 @@
-"""Station and analyst commands: ``anonstream push`` and ``anonstream consume``."""
+"""Station commands: ``anonstream push`` (``anonstream consume`` is :mod:`stream.cli.consume`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,23 +28,6 @@ Examples:
   anonstream push reports.csv --station S1 --rejects rejects.csv   # fix rejects.csv, then:
   anonstream push rejects.csv --station S1
 """
-
-CONSUME_HELP = """\
-Follow the releases and anonymized topics and write each COMPLETE, SIGNED release (manifest signature
-verifies with the service's public key, record count and checksum match) as OUT/<release id>.csv
-plus its manifest; duplicates are skipped. Unsigned, forged or altered manifests, ids that are not
-plain names and messages that are not JSON are refused with a logged reason, and consuming goes on.
-
-Text cells starting with = + - @ (or a tab / carriage return) are written with a leading ' so a
-spreadsheet never runs them as formulas; numbers are unchanged, --raw-columns exempts text columns.
-
-The public key comes from the service's operator (`anonstream keys public`); on the worker's own
-machine (embedded mode) it is read from its data folder.
-
-Example:
-  anonstream consume --broker kafka://127.0.0.1:9092 --public-key 3b6a27bc... --out releases/ --idle 30
-"""
-
 
 def _progress(label: str) -> Any:
     from stream.cli.progress import ProgressPrinter
@@ -114,41 +96,6 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_consume(args: argparse.Namespace) -> int:
-    _quiet(args)
-    from stream.consumer import follow_releases, write_release_csv
-    from stream.settings import secret_value
-    from stream.signing import consumer_public_key
-
-    settings = broker_settings(load_settings(broker_url=args.broker))
-    public_key = consumer_public_key(args.public_key or settings.release_public_key,
-                                     secret_value(settings.signing_key), settings.data_dir)
-    raw_columns = tuple(c.strip() for c in (args.raw_columns or "").split(",") if c.strip())
-    out = Path(args.out)
-    written: list[str] = []
-    started = time.monotonic()
-
-    def on_release(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:
-        path = write_release_csv(out, manifest, records, raw_columns)
-        if path is None:
-            print(f"skip {manifest['release_id']} (already written)", flush=True)
-            return
-        written.append(manifest["release_id"])
-        print(f"release {manifest['release_id']}: {len(records)} records -> {path}", flush=True)
-
-    def stop() -> bool:
-        return (args.max_releases is not None and len(written) >= args.max_releases) or (
-            args.timeout is not None and time.monotonic() - started > args.timeout)
-
-    asm = follow_releases(settings.bootstrap_servers(), settings.topic_releases, settings.topic_anonymized,
-                          on_release, stop, idle_s=args.idle, public_key=public_key)
-    print(f"consume: {len(written)} release(s) written to {out}; skipped {asm.duplicate_records} duplicate "
-          f"record(s) and {asm.duplicate_manifests} duplicate manifest(s)")
-    for reason, n in sorted(asm.refused.items()):
-        print(f"  refused {n} message(s): {reason}")
-    return 0
-
-
 def _quiet(args: argparse.Namespace) -> None:
     from stream.runtime import quiet_clients
 
@@ -168,16 +115,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--show", type=int, default=20, help="rejected rows to list (default 20)")
     p.add_argument("--rejects", metavar="FILE", help="write every rejected row with its reason here (.csv or .jsonl)")
     p.set_defaults(func=cmd_push)
-
-    c = sub.add_parser("consume", help="write each complete release as CSV (analysts' example)",
-                       description=CONSUME_HELP, formatter_class=fmt)
-    c.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")
-    c.add_argument("--out", default="releases", help="output folder (default ./releases)")
-    c.add_argument("--idle", type=float, default=None, help="stop after this many seconds without messages")
-    c.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
-    c.add_argument("--max-releases", type=int, default=None, help="stop after writing this many releases")
-    c.add_argument("--public-key", help="the service's Ed25519 public key, 64 hex digits or @file "
-                   "(default: ANONSTREAM_RELEASE_PUBLIC_KEY, else the local worker's key)")
-    c.add_argument("--raw-columns", help="comma-separated text columns written as they are (no formula "
-                   "neutralization), e.g. signed numbers stored as text")
-    c.set_defaults(func=cmd_consume)
