@@ -158,6 +158,23 @@ def counters(s: Session) -> list[dict[str, Any]]:
              "last_at": _iso(c.last_at)} for c in rows]
 
 
+RESUBMISSIONS = {("duplicate", "duplicate"): "duplicates", ("correction", "replaced"): "corrections_replaced",
+                 ("correction", "released"): "corrections_released",
+                 ("correction", "correction"): "corrections_released"}  # before the policy split them
+
+
+def resubmissions(counts: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per station, from :func:`counters`: duplicates, corrections that replaced a pending report and
+    corrections of released reports (counted, never released again; db.corrections)."""
+    out: dict[str, dict[str, int]] = {}
+    for c in counts:
+        name = RESUBMISSIONS.get((c["kind"], c["reason"]))
+        if name is not None:
+            row = out.setdefault(c["station"], dict.fromkeys(sorted(set(RESUBMISSIONS.values())), 0))
+            row[name] += c["count"]
+    return out
+
+
 def recent_dlq(s: Session, limit: int = 20) -> list[dict[str, Any]]:
     """Latest dead-letter events: time, station, reason code and the raw one-line message (the caller
     must scrub the message before showing it; payloads are never stored here)."""

@@ -8,7 +8,8 @@ counts as dead letters, reports that
   counted under the station ``(unregistered)`` so a flood of invented ids adds no counter rows);
 * reuse a report id for a different event (``report-id-reused``): same station and report id as a
   report already in the pool but another event time. The same id with the same event time and other
-  content is a ``correction`` (counted, not released again), identical content a ``duplicate``;
+  content is a ``correction`` (it replaces the report while pending, else it is counted and never
+  released: :mod:`db.corrections`), identical content a ``duplicate``;
 * would need a window beyond the key's hourly window-creation bound (``window-rate``).
 
 The caller dead-letters those from :attr:`IngestResult.refused` after the transaction commits.
@@ -26,6 +27,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from db.bulk import bulk_insert
+from db.corrections import REPLACED, apply_corrections, sort_versions
 from db.models import Counter, DlqEvent, PendingReport, StationControl, Watermark, Window
 from db.session import Database, insert_ignore
 from db.stations import UNREGISTERED, register_seen, registered_in
@@ -79,7 +81,8 @@ class Rejection:
 class IngestResult:
     accepted: int = 0
     duplicates: int = 0
-    corrections: int = 0
+    corrections: int = 0  # of which ``replaced`` replaced a pending report (db.corrections)
+    replaced: int = 0
     rejected: int = 0
     windows: set[str] = field(default_factory=set)
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (index in the batch, reason, message)
@@ -155,6 +158,7 @@ class PoolRepository:
             total.accepted += one.accepted
             total.duplicates += one.duplicates
             total.corrections += one.corrections
+            total.replaced += one.replaced
             total.rejected += one.rejected
             total.windows |= one.windows
         return total
@@ -178,29 +182,9 @@ class PoolRepository:
         if known_stations is not None:
             refused.update({i: "unknown-station" for i, r in enumerate(reports) if r.station_id not in known_stations})
 
-        dup_kind: list[tuple[IncomingReport, str]] = []
-        candidates = [(i, r) for i, r in enumerate(reports) if i not in refused]
-        fps = sorted({r.fingerprint for _i, r in candidates})
-        known: dict[str, tuple[str, datetime]] = {}
-        for j in range(0, len(fps), 500):
-            rows = s.execute(select(PendingReport.fingerprint, PendingReport.content_hash, PendingReport.event_time)
-                             .where(PendingReport.fingerprint.in_(fps[j:j + 500]))).all()
-            known.update({fp: (h, t) for fp, h, t in rows})
-        fresh: list[tuple[int, IncomingReport]] = []
-        latest: dict[str, tuple[str, datetime]] = {}  # this batch's last accepted version of each report
-        for i, r in candidates:
-            seen = latest.get(r.fingerprint) or known.get(r.fingerprint)
-            if seen is None:
-                fresh.append((i, r))
-            elif seen[0] == r.content_hash:
-                dup_kind.append((r, "duplicate"))
-                continue
-            elif seen[1] == r.event_time:
-                dup_kind.append((r, "correction"))
-            else:
-                refused[i] = "report-id-reused"
-                continue
-            latest[r.fingerprint] = (r.content_hash, r.event_time)
+        versions = sort_versions(s, [(i, r) for i, r in enumerate(reports) if i not in refused])
+        refused.update({i: "report-id-reused" for i in versions.reused})
+        fresh, dup_kind, corrected = versions.fresh, versions.repeats, versions.corrected
 
         router = WindowRouter(s, self.policy, now)
         rows = []
@@ -222,19 +206,22 @@ class PoolRepository:
         inserted = bulk_insert(s, PendingReport.__table__, rows, ignore_conflicts_on=["fingerprint"])
         if inserted != len(rows):  # another worker inserted the same report concurrently
             return None
+        fate = apply_corrections(s, corrected)
         res = IngestResult(accepted=inserted, windows={w for w, n in router.added.items() if n},
                            refused=[(i, refused[i], REFUSALS[refused[i]]) for i in sorted(refused)])
         res.rejected = len(rejections) + len(res.refused)
         self._count_rejections(s, rejections, reports, res.refused, known_stations, now)
-        per_dup: dict[tuple[str, str], int] = defaultdict(int)
+        per_dup: dict[tuple[str, str, str], int] = defaultdict(int)
         for r, kind in dup_kind:
-            per_dup[(r.station_id, kind)] += 1
+            reason = kind if kind == "duplicate" else fate.get(r.fingerprint, REPLACED)
+            per_dup[(r.station_id, kind, reason)] += 1
             if kind == "duplicate":
                 res.duplicates += 1
             else:
                 res.corrections += 1
-        for (station, kind), n in per_dup.items():
-            _bump(s, station, kind, kind, n, now)
+                res.replaced += reason == REPLACED
+        for (station, kind, reason), n in per_dup.items():
+            _bump(s, station, kind, reason, n, now)
         return res
 
     def _count_rejections(self, s: Session, rejections: list[Rejection], reports: list[IncomingReport],

@@ -80,8 +80,12 @@ def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
 def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
                  station: str | None = None, progress: Callable[[int, int], None] | None = None,
                  total: int = 0, rejects: RejectSink | None = None, chunk: int = 5000,
-                 keep: int = 1000, repeated: dict[int, int] | None = None) -> PushResult:
+                 keep: int = 1000, repeated: dict[int, int] | None = None,
+                 inspect: Callable[[list[Any]], None] | None = None) -> PushResult:
     """Validate and send every ``(line, row)``; returns what was sent and what was rejected.
+
+    ``inspect`` is called with each chunk's validated reports (``Clean``) before the chunk is sent
+    (``push`` asks the ledger about them: :mod:`stream.push_ledger`).
 
     ``repeated`` maps the line of a row whose report id appeared earlier in the file to that
     earlier line (:func:`stream.io.dupes.repeated_ids`); those rows are rejected as ``duplicate-id``.
@@ -99,6 +103,7 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
 
     for part in chunks(iter(rows), chunk):
         futures = []
+        valid = []
         for line, raw in part:
             earlier = repeated.get(line)
             row = _jsonable_row(dict(raw))
@@ -118,6 +123,10 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
             if isinstance(checked, Rejected):
                 reject(line, raw, Rejection(line, checked.reason, checked.message, checked.detail))
                 continue
+            valid.append((checked, row))
+        if inspect is not None and valid:
+            inspect([checked for checked, _row in valid])
+        for checked, row in valid:
             futures.append(producer.send(topic, key=checked.station_id.encode(),
                                          value=json.dumps(row, separators=(",", ":")).encode()))
             result.sent += 1

@@ -176,8 +176,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"pool      {pool['pending_total']} pending; oldest {_age(pool['oldest_pending_age_s'])}")
     for r in pool["stations"]:
         print(f"          {r['station']:12} pending {r['pending']:>6}  oldest {_age(r['oldest_pending_age_s']):>6}  "
-              f"released {r['released']:>7}  suppressed {r['suppressed']:>5}  blocked {r.get('blocked', 0):>5}"
-              f"{'  PAUSED' if r.get('paused') else ''}")
+              f"released {r['released']:>7}  suppressed {r['suppressed']:>5}  blocked {r.get('blocked', 0):>5}  "
+              f"duplicates {r.get('duplicates', 0):>5}  corrections replaced {r.get('corrections_replaced', 0)}"
+              f" / not re-released {r.get('corrections_released', 0)}{'  PAUSED' if r.get('paused') else ''}")
     print(_linking_line(h))
     print(f"dlq       {dlq['total']} rejected: " + (", ".join(f"{k} {v}" for k, v in dlq["by_reason"].items()) or "-"))
     if lag.get("error"):

@@ -21,6 +21,11 @@ you mean 'Theft'?). A report id repeated within the file is rejected on its seco
 columns: fix the values and push that file again (the reject_ columns are ignored). The values
 stay on this machine: the service's dead-letter topic never sees them.
 
+On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
+ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
+the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
+of released reports (counted, never released again). Counts only; no report id is printed.
+
 Exit 1 if anything was rejected, 0 if everything was sent, 2 on bad usage.
 
 Examples:
@@ -71,17 +76,24 @@ def cmd_push(args: argparse.Namespace) -> int:
                                                                           ".pq"} else None
     sink = RejectsWriter(args.rejects, header) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
+    from stream.push_ledger import LedgerPreview
+
+    ledger = LedgerPreview.open(settings)
     producer = make_producer(settings.bootstrap_servers())
     try:
         result = push_reports(iter_rows(args.input), schema, producer,
                               args.topic or settings.topic_reports, args.station,
                               progress=_progress(f"push {Path(args.input).name}"), total=total,
-                              rejects=sink, keep=max(args.show, 0), repeated=repeated)
+                              rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger)
     finally:
         producer.close()
         if sink is not None:
             sink.close()
+        if ledger is not None:
+            ledger.close()
     print(f"push: sent {result.sent} report(s), rejected {result.rejected_count}")
+    if ledger is not None:
+        print(ledger.summary())
     if result.rejected_count:
         for reason, n in sorted(result.reasons().items()):
             print(f"  {n:6d} x {reason}")

@@ -182,7 +182,8 @@ def health_page(h: dict[str, Any]) -> str:
         form = (f'<form class=inline method=post action="/api/stations/{st}/{action}">{token_field()} '
                 f"<button>{action}</button></form>")
         stations.append([e(r["station"]), e(r["pending"]), e(_age(r["oldest_pending_age_s"])), e(r["released"]),
-                         e(r["suppressed"]), e(r["blocked"]),
+                         e(r["suppressed"]), e(r["blocked"]), e(r.get("duplicates", 0)),
+                         e(r.get("corrections_replaced", 0)), e(r.get("corrections_released", 0)),
                          '<span class=bad>paused</span>' if r.get("paused") else "active", form])
     dlq = h["dlq"]
     dlq_rows = [[e(c["station"]), e(c["reason"]), e(c["count"]), e(short_time(c["last_at"]))]
@@ -226,8 +227,8 @@ def health_page(h: dict[str, Any]) -> str:
                    for b in wk.get("heartbeats") or []], "workers")
     body = (f'<h2>Worker</h2>{worker}{beats}<h2>Pending pool</h2><p>{pool["pending_total"]} pending report(s); oldest '
             f'{_age(pool["oldest_pending_age_s"])}</p>'
-            + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "releases",
-                     "control"], stations, "pool")
+            + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "duplicates",
+                     "corrections replaced", "corrections not re-released", "releases", "control"], stations, "pool")
             + f"<h2>Consumer lag</h2>{lag_html}"
             + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s); '
             + f'<span class=bad>{dlq["by_reason"].get("report-id-reused", 0)}</span> report id(s) reused for '

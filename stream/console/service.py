@@ -190,8 +190,13 @@ class ConsoleService(BrokerHealth):
             wcounts = q.window_counts(s)
             act = q.activity(s)
             registry = q.registered_stations(s)
+        resub = q.resubmissions(counters)
+        for station in sorted(set(resub) - {r["station"] for r in pool}):
+            pool.append({"station": station, "pending": 0, "released": 0, "suppressed": 0, "blocked": 0,
+                         "oldest_pending_received_at": None, "oldest_pending_age_s": None})
         for row in pool:
             row["paused"] = paused.get(row["station"], {}).get("paused", False)
+            row.update(resub.get(row["station"]) or dict.fromkeys(sorted(set(q.RESUBMISSIONS.values())), 0))
         for st, c in paused.items():
             if st not in {r["station"] for r in pool}:
                 pool.append({"station": st, "pending": 0, "released": 0, "suppressed": 0, "blocked": 0,

@@ -35,7 +35,7 @@ def test_ledger_causes_on_postgres_and_sqlite(ledger_db, validator, good) -> Non
         counters = {(c.station_id, c.kind, c.reason): c.count for c in s.query(Counter)}
         assert counters[("S1", "dlq", "report-id-reused")] == 1
         assert counters[("(unregistered)", "dlq", "unknown-station")] == 1
-        assert counters[("S1", "correction", "correction")] == 1
+        assert counters[("S1", "correction", "replaced")] == 1  # still pending: replaced
         assert all(len(st) <= 64 and "\x00" not in st for st, _k, _r in counters)
         assert s.query(DlqEvent).count() == len(CAUSES) + 2
 
