@@ -43,7 +43,11 @@ def _read_one(path: Path, fmt: str) -> pd.DataFrame:
         return typed_frame(pd.DataFrame(rows, dtype=object))
     frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     frame = frame.astype(object).where(frame.notna(), None)
-    return typed_frame(frame.map(_unneutralize), from_text=True)
+    for c in frame.columns:
+        quoted = frame[c].str.startswith("'", na=False)
+        if quoted.any():
+            frame.loc[quoted, c] = frame.loc[quoted, c].map(_unneutralize)
+    return typed_frame(frame, from_text=True)
 
 
 def release_files(root: Path) -> list[tuple[Path, str]]:
@@ -75,14 +79,22 @@ def read_releases(path: str | Path) -> pd.DataFrame:
     keys: list[str] = []
     for file, fmt in release_files(root):
         frame = _read_one(file, fmt)
-        frame.insert(0, "release_id", file.name[: -len(fmt) - 1])
+        frame.insert(0, "release_id", pd.Series([file.name[: -len(fmt) - 1]] * len(frame), dtype="string",
+                                                index=frame.index))
         for key, value in _partitions(file, root).items():
             if key not in frame.columns:
                 frame[key] = None if value == "__HIVE_DEFAULT_PARTITION__" else value
                 keys += [key] if key not in keys else []
-        frames.append(frame.astype(object))
+        frames.append(frame)
     if not frames:
         return pd.DataFrame({"release_id": pd.Series(dtype="string")})
     data = pd.concat(frames, ignore_index=True, sort=False)
-    data = data.astype(object).where(data.notna(), None)
-    return pd.DataFrame({c: typed_column(data[c], from_text=c in keys) for c in data.columns})
+    out = {}
+    for c in data.columns:  # a column typed alike in every file keeps its type; others are typed again
+        kinds = {str(f[c].dtype) for f in frames if c in f.columns}
+        if len(kinds) == 1 and c not in keys and all(c in f.columns for f in frames):
+            out[c] = data[c]
+        else:
+            col = data[c].astype(object)
+            out[c] = typed_column(col.where(col.notna(), None), from_text=c in keys)
+    return pd.DataFrame(out)

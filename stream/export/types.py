@@ -53,7 +53,7 @@ def typed_column(series: pd.Series, from_text: bool = False) -> pd.Series:
         return series.astype("boolean" if series.dtype.kind == "b" else
                              "Int64" if series.dtype.kind in "iu" else "float64")
     present = series[series.notna()]
-    kinds = {_kind(v, from_text) for v in present}
+    kinds = {_kind(v, from_text) for v in pd.unique(present.to_numpy(dtype=object))}
     if not kinds:
         return series.astype("string")
     if kinds == {"bool"}:
