@@ -25,12 +25,16 @@ SIGNING = "11" * 32
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
+ENGINES: dict[str, dict[str, Any]] = {"cg-kanon": {}, "ils": {}, "cg-diverse": {"l": 2},
+                                      "pbg-ea": {"engine_params": {"population": 8, "iterations": 10}}}
+
+
 def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]]) -> tuple[bytes, list[bytes]]:
     """Ingest ``reports`` into a fresh SQLite ledger, close the window, return the encoded release."""
     url = f"sqlite:///{tmp / 'ledger.db'}"
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        signing_key=SIGNING, idle_timeout_s=1.0, engine=engine, sample_seed=11)
+                        signing_key=SIGNING, idle_timeout_s=1.0, engine=engine, sample_seed=11, **ENGINES[engine])
     db = Database(url)
     try:
         validator = ReportValidator(load_schema(settings.spec), settings.person_columns)
@@ -49,7 +53,7 @@ def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]]) -> tupl
         db.dispose()
 
 
-@pytest.mark.parametrize("engine", ["cg-kanon", "ils"])
+@pytest.mark.parametrize("engine", list(ENGINES))
 def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path, engine) -> None:  # type: ignore[no-untyped-def]
     reports = day_of_reports(1, 300, seed=3)["S1"]
     (tmp_path / "a").mkdir()
