@@ -109,6 +109,13 @@ def test_resubmitted_report_not_released_twice(day_run):  # type: ignore[no-unty
     assert n_fp == acc1["released"]
     assert n_pool == sum(len(v) for v in day_run["reports"].values())
     assert day_run["asm2"].duplicate_manifests == 0
+    # the corrections were of released reports: counted per station as such, never released
+    from db.models import Counter as LedgerCounter
+
+    with sc.db.read() as s:
+        by = {(c.station_id, c.kind, c.reason): c.count for c in s.execute(select(LedgerCounter)).scalars()}
+    assert by[("S3", "correction", "released")] == 5 and by[("S1", "duplicate", "duplicate")] == 40
+    assert ("S3", "correction", "replaced") not in by
 
 
 def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path, monkeypatch, capsys):  # type: ignore[no-untyped-def]
