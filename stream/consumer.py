@@ -186,12 +186,18 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | No
 
 
 def commit(consumer: Any, offsets: dict[Any, int], done: dict[Any, int]) -> None:
-    """Commit the partitions whose committable offset moved since ``done`` (updated in place)."""
+    """Commit the partitions whose committable offset moved since ``done`` (updated in place). A commit
+    the broker refuses is logged and retried after the next poll: the next run would re-read, never skip."""
+    from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
 
     moved = {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items() if done.get(tp) != off}
     if moved:
-        consumer.commit(moved)
+        try:
+            consumer.commit(moved)
+        except KafkaError as exc:
+            log.warning("offset commit failed (%s); will retry", type(exc).__name__)
+            return
         done.update({tp: om.offset for tp, om in moved.items()})
 
 

@@ -2,7 +2,7 @@
 
 ``path`` is a folder written by ``anonstream consume`` (flat, or partitioned with ``--partition-by date``,
 in any of CSV, Parquet and JSON lines, even mixed), or one release file. Every release's rows come with
-its ``release_id`` and the partition columns of its folder (``event_date`` as a date), unless the
+its ``release_id`` and the partition columns of its folder (``window_date`` as a date), unless the
 records carry a column of that name already. Columns are typed the same way whatever the format
 (:mod:`stream.export.types`): integers ``Int64``, decimals ``float64``, dates and times ``datetime64``,
 yes/no ``boolean``, everything else ``string``. CSV holds no types, so there a text column whose every

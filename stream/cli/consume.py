@@ -27,11 +27,11 @@ file exists is never written twice. --from-start re-reads everything (the group'
 Formats: csv (text cells starting with = + - @, a tab or a carriage return get a leading ' so a
 spreadsheet never runs them as formulas; numbers are unchanged; --raw-columns exempts text columns),
 parquet (typed columns) or jsonl. --partition-by date appends every release to one dataset folder,
-OUT/event_date=YYYY-MM-DD/ (the day the release's window starts), readable as one table by pandas,
+OUT/window_date=YYYY-MM-DD/ (the day the release's window starts), readable as one table by pandas,
 pyarrow, Spark or DuckDB. In Python:
 
   from stream.dataset import read_releases
-  df = read_releases("releases/")        # one typed DataFrame, with release_id (and event_date)
+  df = read_releases("releases/")        # one typed DataFrame, with release_id (and window_date)
 
 The public key comes from the service's operator (`anonstream keys public`); on the worker's own
 machine (embedded mode) it is read from its data folder.
@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--format", choices=("csv", "parquet", "jsonl"), default="csv",
                    help="file format of each release (default csv)")
     c.add_argument("--partition-by", choices=("date",), default=None,
-                   help="append releases to one dataset folder partitioned as event_date=YYYY-MM-DD/")
+                   help="append releases to one dataset folder partitioned as window_date=YYYY-MM-DD/")
     c.add_argument("--group", default=DEFAULT_GROUP,
                    help=f"consumer group whose committed offsets say where to resume (default {DEFAULT_GROUP}; "
                         "'' = no group: read everything, commit nothing)")

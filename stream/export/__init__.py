@@ -3,7 +3,7 @@
 Layout of an output folder (read back with :func:`stream.dataset.read_releases`):
 
 * flat: ``OUT/<release id>.<ext>`` and ``OUT/<release id>.manifest.json``;
-* partitioned by date (``partition_by="date"``, one growing dataset): ``OUT/event_date=YYYY-MM-DD/``
+* partitioned by date (``partition_by="date"``, one growing dataset): ``OUT/window_date=YYYY-MM-DD/``
   holding the same two files, the date being the UTC day the release's window starts (hive style, so
   pyarrow, Spark or DuckDB read the folder as one table).
 
@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - depends on the installed version
 log = logging.getLogger(__name__)
 Format = Literal["csv", "parquet", "jsonl"]
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
-PARTITION_KEY = "event_date"
+PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
 UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
 
 

@@ -51,9 +51,9 @@ def test_read_releases_on_every_format_flat_and_partitioned(tmp_path: Path, fmt:
         assert write_release(tmp_path, manifest, msgs, fmt, partition_by) is not None
         assert write_release(tmp_path, manifest, msgs, fmt, partition_by) is None  # idempotent by id
     if partition_by:
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["event_date=2024-03-01", "event_date=2024-03-02"]
-        assert (tmp_path / "event_date=2024-03-02" / f"r-c.{fmt}").exists()
-        assert (tmp_path / "event_date=2024-03-02" / "r-c.manifest.json").exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["window_date=2024-03-01", "window_date=2024-03-02"]
+        assert (tmp_path / "window_date=2024-03-02" / f"r-c.{fmt}").exists()
+        assert (tmp_path / "window_date=2024-03-02" / "r-c.manifest.json").exists()
     df = read_releases(tmp_path)
     assert len(df) == 18 and df.groupby("release_id").size().to_dict() == {"r-a": 6, "r-b": 6, "r-c": 6}
     assert list(df.columns[:2]) == ["release_id", "class_id"]
@@ -70,6 +70,16 @@ def test_parquet_round_trips_the_types(tmp_path: Path) -> None:
     back = pd.read_parquet(path)
     assert back.dtypes.to_dict() == frame.dtypes.to_dict()
     pd.testing.assert_frame_equal(back, frame)
+
+
+def test_a_partitioned_parquet_dataset_reads_as_one_pyarrow_table(tmp_path: Path) -> None:
+    import pyarrow.dataset as ds
+
+    for rid, day in (("r-a", "2024-03-01"), ("r-b", "2024-03-02")):
+        manifest, msgs = _release(rid, day)
+        write_release(tmp_path, manifest, msgs, "parquet", "date")
+    table = ds.dataset(tmp_path, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    assert table.num_rows == 12 and {"window_date", "event_date", "age_lo"} <= set(table.schema.names)
 
 
 def test_offsets_never_pass_an_incomplete_release() -> None:
@@ -121,7 +131,7 @@ def test_consume_twice_with_a_group_resumes(kafka, tmp_path, monkeypatch, capsys
     assert main([*cmd, "--max-releases", "2", "--idle", "3"]) == 0
     assert "2 release(s) written" in capsys.readouterr().out
     first = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
-    assert first == ["event_date=2024-03-01/r-1.parquet", "event_date=2024-03-02/r-2.parquet"]
+    assert first == ["window_date=2024-03-01/r-1.parquet", "window_date=2024-03-02/r-2.parquet"]
 
     # Second run, same group, nothing new: nothing read again, nothing written.
     assert main([*cmd, "--idle", "2"]) == 0
@@ -136,7 +146,7 @@ def test_consume_twice_with_a_group_resumes(kafka, tmp_path, monkeypatch, capsys
     assert "1 release(s) written" in printed and "release r-3:" in printed and "r-1" not in printed
     df = read_releases(out)
     assert sorted(df["release_id"].unique()) == ["r-1", "r-2", "r-3"]
-    assert df.groupby("event_date").size().to_dict() == {pd.Timestamp("2024-03-01"): 6,
+    assert df.groupby("window_date").size().to_dict() == {pd.Timestamp("2024-03-01"): 6,
                                                          pd.Timestamp("2024-03-02"): 12}
     _check_types(df)
 
@@ -149,7 +159,7 @@ def test_consume_twice_with_a_group_resumes(kafka, tmp_path, monkeypatch, capsys
     _publish(kafka, topics, [late], records=False)
     assert main([*cmd, "--max-releases", "1", "--idle", "3"]) == 0
     assert "release r-4:" in capsys.readouterr().out
-    assert (out / "event_date=2024-03-03" / "r-4.parquet").exists()
+    assert (out / "window_date=2024-03-03" / "r-4.parquet").exists()
 
     # Another group starts from the beginning; files already there are not written twice.
     assert main([*cmd, "--group", f"other-{tag}", "--idle", "2"]) == 0
