@@ -8,6 +8,10 @@ skipped. Anything else on the topics is refused with a logged reason and the con
 messages that are not JSON objects, manifests that are unsigned, forged or altered, release ids
 outside the allow-listed alphabet (``[A-Za-z0-9_-]``, at most 64 characters: file names are derived
 from the id, so an id can never name a path), and malformed records.
+
+With a consumer group, :func:`follow_releases` resumes at the group's committed offsets and commits
+only below the first message of any release not yet written (:class:`GroupOffsets`), so a crash
+never skips a release; the files are written by :mod:`stream.export`.
 """
 
 from __future__ import annotations

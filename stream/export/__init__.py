@@ -16,9 +16,8 @@ is installed. File names come from the validated release id, never from a path.
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from stream.export.csvfile import write_csv
 from stream.export.ids import valid_release_id
@@ -30,8 +29,6 @@ try:  # the codebook module comes with the typed-columns work; without it no cod
 except ImportError:  # pragma: no cover - depends on the installed version
     write_codebook = None
 
-log = logging.getLogger(__name__)
-Format = Literal["csv", "parquet", "jsonl"]
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
 UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
