@@ -15,9 +15,9 @@ DEFAULT_GROUP = "anonstream-consume"
 CONSUME_HELP = """\
 Follow the releases and anonymized topics and write each COMPLETE, SIGNED release (manifest signature
 verifies with the service's public key, record count and checksum match) as OUT/<release id>.<format>
-plus its manifest (and its codebook when installed). Unsigned, forged or altered manifests, ids that
-are not plain names and messages that are not JSON are refused with a logged reason, and consuming
-goes on.
+plus its manifest and its codebook (<id>.codebook.json and .md: what each column means). Unsigned,
+forged or altered manifests, ids that are not plain names and messages that are not JSON are refused
+with a logged reason, and consuming goes on.
 
 Resuming: consume reads as the consumer group --group (default anonstream-consume) and commits the
 group's offsets only once the releases read so far are written, so a daily run reads only what is new,

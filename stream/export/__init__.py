@@ -9,8 +9,8 @@ Layout of an output folder (read back with :func:`stream.dataset.read_releases`)
 
 A release is written once: the data file is written under a temporary name and renamed last, so its
 presence means the release is complete, and a release whose file exists is skipped (idempotent by
-release id). The codebook (``stream.codebook.write_codebook``) is written beside it when that module
-is installed. File names come from the validated release id, never from a path.
+release id). The codebook (``stream.codebook.write_codebook``: JSON and Markdown) is written beside
+it. File names come from the validated release id, never from a path.
 """
 
 from __future__ import annotations
@@ -19,15 +19,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stream.codebook import write_codebook
 from stream.export.csvfile import write_csv
 from stream.export.ids import valid_release_id
 from stream.export.jsonl import write_jsonl
 from stream.export.parquet import write_parquet
-
-try:  # the codebook module comes with the typed-columns work; without it no codebook is written
-    from stream.codebook import write_codebook  # type: ignore[import-not-found, unused-ignore]
-except ImportError:  # pragma: no cover - depends on the installed version
-    write_codebook = None
 
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
@@ -78,8 +74,7 @@ def write_release(out_dir: Path, manifest: dict[str, Any], records: list[dict[st
     else:
         write_parquet(tmp, manifest, records)
     (folder / f"{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    if write_codebook is not None:
-        write_codebook(folder, rid, manifest)
+    write_codebook(folder, rid, manifest)  # <rid>.codebook.json and .md (nothing for a manifest without one)
     tmp.replace(path)
     return path
 

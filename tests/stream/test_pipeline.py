@@ -138,3 +138,18 @@ def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path, monkey
     assert main(["consume", "--out", str(out), "--idle", "2", "--from-start"]) == 0  # re-read: files exist
     printed = capsys.readouterr().out
     assert "consume: 0 release(s) written" in printed and "skipped 0 duplicate record(s)" not in printed
+
+    # the analyst's path: one typed table from a dated Parquet dataset, grouped with no further code
+    from stream.dataset import read_releases
+
+    dataset = tmp_path / "dataset"
+    assert main(["consume", "--out", str(dataset), "--idle", "2", "--format", "parquet", "--partition-by", "date",
+                 "--group", "analyst-parquet"]) == 0
+    df = read_releases(dataset)
+    assert set(df["release_id"]) == ids and len(df) == sum(m["records"] for m, _ in day_run["releases2"])
+    assert str(df["age_lo"].dtype) == "Int64" and str(df["suppressed"].dtype) == "boolean"
+    assert pd.api.types.is_datetime64_any_dtype(df["event_date"]) and "window_date" in df.columns
+    assert (df["age_lo"].dropna() <= df["age_hi"].dropna()).all()
+    assert df.groupby(["age_lo", "age_hi"]).size().sum() == df["age_lo"].notna().sum()
+    assert df.groupby("suburb_region").size().sum() == df["suburb_region"].notna().sum()
+    assert list((dataset).rglob("*.codebook.json")) and list((dataset).rglob("*.codebook.md"))
