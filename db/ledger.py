@@ -31,7 +31,7 @@ from db.corrections import REPLACED, apply_corrections, sort_versions
 from db.models import Counter, DlqEvent, PendingReport, StationControl, Watermark, Window
 from db.session import Database, insert_ignore
 from db.stations import UNREGISTERED, register_seen, registered_in
-from db.windows import WindowPolicy, WindowRouter, add_key_duplicates
+from db.windows import WindowPolicy, WindowRouter, add_key_tally
 
 __all__ = ["IncomingReport", "IngestResult", "PoolRepository", "Rejection", "WindowPolicy", "WindowRouter",
            "due_windows", "pool_sizes"]
@@ -75,6 +75,7 @@ class Rejection:
     station_id: str
     reason: str
     message: str
+    window_key: str | None = None  # set for ``missing-value`` drops: tallied on the key's window (manifest)
 
 
 @dataclass
@@ -200,6 +201,9 @@ class PoolRepository:
                          "content_fp": r.content_fp})
         for r, _kind in dup_kind:
             router.tally_duplicate(r.window_key, r.event_time)
+        for rej in rejections:  # dropped by on_missing = "drop": counted by the key's next manifest too
+            if rej.window_key and (known_stations is None or rej.station_id in known_stations):
+                router.tally_dropped(rej.window_key, now)
         router.save_watermarks()
         if router.commit_counts():
             return None
@@ -285,24 +289,25 @@ def _utc(t: datetime) -> datetime:
 
 
 def carry_duplicates(db: Database, window_id: str, key: str) -> bool:
-    """Move a window's duplicate tally to the key's latest open window (closed without a release).
+    """Move a window's tallies (duplicates, reports dropped for missing values) to the key's latest open
+    window (the window closed without a release).
 
-    When the key has no open window, the tally moves to the key's ``pending_duplicates`` (its next
-    release counts it; :func:`db.windows.add_key_duplicates`) and False is returned.
+    When the key has no open window, they move to the key's ``pending_duplicates`` / ``pending_dropped``
+    (its next release counts them; :func:`db.windows.add_key_tally`) and False is returned.
     """
     with db.unit() as s:
         target = s.execute(select(Window.id).where(Window.key == key, Window.state == "open", Window.id != window_id)
                            .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
-        n = s.execute(select(Window.duplicates).where(Window.id == window_id)).scalar_one_or_none() or 0
-        if n == 0:
+        row = s.execute(select(Window.duplicates, Window.dropped, Window.start).where(Window.id == window_id)).first()
+        if row is None or not (row.duplicates or row.dropped):
             return False
+        n, x = int(row.duplicates or 0), int(row.dropped or 0)
         if target is None:
-            start = s.execute(select(Window.start).where(Window.id == window_id)).scalar_one()
-            add_key_duplicates(s, key, n, start)
-            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0))
+            add_key_tally(s, key, row.start, duplicates=n, dropped=x)
+            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0, dropped=0))
             return False
         moved = s.execute(update(Window).where(Window.id == target, Window.state == "open")
-                          .values(duplicates=Window.duplicates + n)).rowcount
+                          .values(duplicates=Window.duplicates + n, dropped=Window.dropped + x)).rowcount
         if moved:
-            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0))
+            s.execute(update(Window).where(Window.id == window_id).values(duplicates=0, dropped=0))
         return bool(moved)

@@ -96,6 +96,8 @@ class Window(Base):
     hold_reason: Mapped[str | None] = mapped_column(Text)
     count: Mapped[int] = mapped_column(Integer, default=0)
     duplicates: Mapped[int] = mapped_column(Integer, default=0)
+    dropped: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Reports of the key dropped by the spec's ``on_missing = "drop"`` while this was its latest open window."""
     last_input_at: Mapped[datetime] = mapped_column(UTCDateTime())
     claimed_by: Mapped[str | None] = mapped_column(String(120))
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -188,6 +190,8 @@ class Watermark(Base):
     pending_duplicates: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     """Duplicates and corrections of the key that arrived while it had no open window: the key's next
     release counts them in its manifest (and subtracts them here in the same transaction)."""
+    pending_dropped: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    """The same for reports dropped for a missing value (``on_missing = "drop"``)."""
 
 
 class Counter(Base):

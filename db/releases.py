@@ -72,6 +72,7 @@ class StoredRelease:
     blocked_ids: list[int] = field(default_factory=list)
     held_back_ids: list[int] = field(default_factory=list)  # eligible, not sampled: stay pending, counted
     key_duplicates: int = 0  # taken from the key's tally of duplicates that arrived with no open window
+    key_dropped: int = 0  # likewise for reports dropped for a missing value
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
     content_fps: list[str | None] = field(default_factory=list)  # aligned with ``fingerprints`` (or empty)
     blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)  # (station, guard rule) -> reports
@@ -107,11 +108,13 @@ class ReleaseRepository(ClaimRepository):
                 .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
         return [Candidate(*r) for r in rows]
 
-    def key_duplicates(self, key: str) -> int:
-        """Duplicates of ``key`` that arrived while it had no open window, not yet in any manifest."""
+    def key_tallies(self, key: str) -> tuple[int, int]:
+        """Duplicates and reports dropped for missing values of ``key`` that arrived while it had no open
+        window, not yet in any manifest."""
         with self.db.read() as s:
-            return int(s.execute(select(Watermark.pending_duplicates).where(Watermark.key == key))
-                       .scalar_one_or_none() or 0)
+            row = s.execute(select(Watermark.pending_duplicates, Watermark.pending_dropped)
+                            .where(Watermark.key == key)).first()
+        return (int(row[0] or 0), int(row[1] or 0)) if row is not None else (0, 0)
 
     def released_persons(self, person_fps: list[str]) -> set[str]:
         with self.db.read() as s:
@@ -185,9 +188,10 @@ class ReleaseRepository(ClaimRepository):
                     raise ReleaseConflict(f"{len(ids) - changed} report(s) left the pool meanwhile")
             update_where_ids(s, pending, list(rel.held_back_ids), pending.c.state == "pending",
                              {"counted_in": rel.id})
-            if rel.key_duplicates:
+            if rel.key_duplicates or rel.key_dropped:
                 s.execute(update(Watermark).where(Watermark.key == rel.window_key)
-                          .values(pending_duplicates=Watermark.pending_duplicates - rel.key_duplicates))
+                          .values(pending_duplicates=Watermark.pending_duplicates - rel.key_duplicates,
+                                  pending_dropped=Watermark.pending_dropped - rel.key_dropped))
             count_blocked(s, rel.blocked_by, now)
             s.execute(update(Window).where(Window.id == rel.window_id)
                       .values(state="released", release_id=rel.id, closed_at=now))

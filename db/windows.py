@@ -14,7 +14,10 @@
   window's release counts them (a window closed without a release passes its tally on to the key's
   next open window); when the key has no open window, they wait on the key's watermark row
   (``pending_duplicates``) and the key's next release counts them: every duplicate is in a manifest,
-  or waiting for the key's next one (and always in the per-station counters).
+  or waiting for the key's next one (and always in the per-station counters). Reports dropped for a
+  missing value (``on_missing = "drop"``, also dead-lettered as ``missing-value`` so the station can
+  fix them) are tallied the same way (``dropped``, ``pending_dropped``): the manifest says how many
+  reports its window lost to missing values.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ class WindowRouter:
     def __init__(self, session: Session, policy: WindowPolicy, now: datetime) -> None:
         self.s, self.policy, self.now = session, policy, now
         self.added: dict[str, int] = defaultdict(int)
-        self.dups: dict[str, int] = defaultdict(int)
-        self.key_dups: dict[str, tuple[int, datetime]] = {}  # key -> (duplicates with no open window, a time)
+        self.tallies: dict[str, dict[str, int]] = defaultdict(lambda: {"duplicates": 0, "dropped": 0})
+        self.key_tallies: dict[str, tuple[dict[str, int], datetime]] = {}  # keys with no open window: (tally, a time)
         self.watermarks: dict[str, datetime] = {}
         self.current: dict[tuple[str, datetime], Window] = {}
         self.latest_open: dict[str, Window | None] = {}
@@ -123,42 +126,54 @@ class WindowRouter:
     def tally_duplicate(self, key: str, event_time: datetime) -> bool:
         """Count a duplicate or correction on the key's latest open window; False when the key has none
         (no window is opened for a duplicate: it waits on the key's ``pending_duplicates`` tally)."""
+        return self._tally(key, event_time, "duplicates")
+
+    def tally_dropped(self, key: str, at: datetime) -> bool:
+        """Count a report dropped for a missing value (``on_missing = "drop"``) like a duplicate."""
+        return self._tally(key, at, "dropped")
+
+    def _tally(self, key: str, at: datetime, what: str) -> bool:
         if key not in self.latest_open:
             self.latest_open[key] = self.s.execute(
                 select(Window).where(Window.key == key, Window.state == "open")
                 .order_by(Window.start.desc(), Window.seq.desc()).limit(1)).scalar_one_or_none()
         w = self.latest_open[key]
         if w is None:
-            n, _t = self.key_dups.get(key, (0, event_time))
-            self.key_dups[key] = (n + 1, event_time)
+            tally = self.key_tallies.setdefault(key, ({"duplicates": 0, "dropped": 0}, at))[0]
+            tally[what] += 1
             return False
-        self.dups[w.id] += 1
+        self.tallies[w.id][what] += 1
         return True
 
     def commit_counts(self) -> list[str]:
         """Apply the count increments; returns window ids that were closed meanwhile (re-route)."""
         lost = []
-        for wid in sorted(set(self.added) | set(self.dups)):
-            n, d = self.added.get(wid, 0), self.dups.get(wid, 0)
-            if n == 0 and d == 0:
+        for wid in sorted(set(self.added) | set(self.tallies)):
+            n = self.added.get(wid, 0)
+            t = self.tallies.get(wid, {})
+            d, x = t.get("duplicates", 0), t.get("dropped", 0)
+            if n == 0 and d == 0 and x == 0:
                 continue
-            values = {"count": Window.count + n, "duplicates": Window.duplicates + d}
-            if n:  # duplicates alone do not keep a window from going idle
+            values = {"count": Window.count + n, "duplicates": Window.duplicates + d, "dropped": Window.dropped + x}
+            if n:  # duplicates and drops alone do not keep a window from going idle
                 values["last_input_at"] = self.now
             res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values))
             if res.rowcount == 0:
                 lost.append(wid)
         if not lost:
-            for key, (n, t) in sorted(self.key_dups.items()):
-                add_key_duplicates(self.s, key, n, t)
+            for key, (tally, at) in sorted(self.key_tallies.items()):
+                add_key_tally(self.s, key, at, **tally)
         return lost
 
 
-def add_key_duplicates(s: Session, key: str, n: int, event_time: datetime) -> None:
-    """Add ``n`` to the key's tally of duplicates waiting for its next release (inside ``s``)."""
+def add_key_tally(s: Session, key: str, at: datetime, duplicates: int = 0, dropped: int = 0) -> None:
+    """Add to the key's tallies of duplicates / dropped reports waiting for its next release (inside ``s``)."""
+    if not duplicates and not dropped:
+        return
     stmt = update(Watermark).where(Watermark.key == key).values(
-        pending_duplicates=Watermark.pending_duplicates + n)
+        pending_duplicates=Watermark.pending_duplicates + duplicates,
+        pending_dropped=Watermark.pending_dropped + dropped)
     if s.execute(stmt).rowcount == 0:
-        insert_ignore(s, Watermark.__table__, [{"key": key, "event_time": event_time, "pending_duplicates": 0}],
-                      ["key"])
+        insert_ignore(s, Watermark.__table__, [{"key": key, "event_time": at, "pending_duplicates": 0,
+                                                "pending_dropped": 0}], ["key"])
         s.execute(stmt)

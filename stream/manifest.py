@@ -33,14 +33,17 @@ def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
 
 
 def release_counts(received: int, released: int, suppressed: int, held_back: int, blocked: int,
-                   duplicates: int, blocked_by: dict[tuple[str, str], int], carried_in: int = 0) -> dict[str, int]:
+                   duplicates: int, blocked_by: dict[tuple[str, str], int], carried_in: int = 0,
+                   dropped_missing: int = 0) -> dict[str, int]:
     """The manifest's ``counts``: where every report the window received went (blocked split by rule).
 
     ``received = released + suppressed + held_back + blocked``. ``held_back`` reports stay pending and
     are counted again, as ``carried_in``, by the key's next manifest: summed over a key's manifests,
-    ``received - carried_in`` counts every report once (docs/stream.md, "Accounting")."""
+    ``received - carried_in`` counts every report once (docs/stream.md, "Accounting"). ``dropped_missing``:
+    reports of the key dropped by the spec's ``on_missing = "drop"`` since its previous manifest (they
+    are dead-lettered as ``missing-value`` too, so the station can fix and resend them)."""
     return {"received": received, "carried_in": carried_in, "released": released, "suppressed": suppressed,
-            "held_back": held_back, "blocked": blocked, "duplicates": duplicates,
+            "held_back": held_back, "blocked": blocked, "duplicates": duplicates, "dropped_missing": dropped_missing,
             **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule) for rule in BLOCK_RULES}}
 
 

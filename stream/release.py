@@ -269,7 +269,7 @@ class Orchestrator:
         as blocked in the manifest of the release that next considers them, never in no manifest), and
         its tally of duplicates moves to the key's next open window, whose manifest will count them."""
         self.repo.finish_window(window.id, state, reason, now, worker=self.worker)  # fenced by our claim
-        if window.duplicates:
+        if window.duplicates or window.dropped:
             carry_duplicates(self.db, window.id, window.key)
 
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
@@ -290,10 +290,11 @@ class Orchestrator:
         stations = sorted({by_id[i].station_id for i in released_ids})
         sampled = {c.pool_id for c in sample}
         held_back = [c.pool_id for c in eligible if c.pool_id not in sampled]
-        key_dups = self.repo.key_duplicates(window.key)
+        key_dups, key_dropped = self.repo.key_tallies(window.key)
         counts = release_counts(len(cands), len(released_ids), len(suppressed_ids), len(held_back),
                                 len(blocked), int(window.duplicates or 0) + key_dups, blocked_by,
-                                carried_in=sum(1 for c in cands if c.counted_in is not None))
+                                carried_in=sum(1 for c in cands if c.counted_in is not None),
+                                dropped_missing=int(window.dropped or 0) + key_dropped)
         k_ach = int(report.k)
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
@@ -311,7 +312,7 @@ class Orchestrator:
             verification=clean_json({**report.as_dict(), "timings": {n: round(v, 3) for n, v in timings.items()}}),
             counts=counts, checksum=manifest["checksum"], manifest=manifest, columns=self.columns, rows=rows,
             released_ids=released_ids, suppressed_ids=suppressed_ids, blocked_ids=blocked, held_back_ids=held_back,
-            key_duplicates=key_dups,
+            key_duplicates=key_dups, key_dropped=key_dropped,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
             unique_content=self.settings.link_guard in ("content", "person"))

@@ -228,6 +228,7 @@ def screen_batch(validator: ReportValidator, values: list[bytes | str | None], k
                 continue
             except Exception as exc:
                 res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
-        out.rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message))
+        tally_key = window_key_for(res.station_id) if res.reason == "missing-value" and res.station_id else None
+        out.rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message, tally_key))
         out.dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
     return out

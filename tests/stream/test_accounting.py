@@ -8,6 +8,7 @@ real orchestrator (in-process), the bundled crime spec.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,7 +122,7 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
         late = ingest(day1[:4], now + timedelta(minutes=2))
         assert late.duplicates == 4
         with db.read() as s:
-            assert orch.repo.key_duplicates(settings.window_key_for("S1")) == 4
+            assert orch.repo.key_tallies(settings.window_key_for("S1"))[0] == 4
             assert s.execute(select(func.count()).select_from(PendingReport)
                              .where(PendingReport.counted_in.is_not(None))).scalar_one() == 15
         day2 = day_of_reports(1, 30, seed=42, day=DAY + timedelta(days=1))["S1"]
@@ -142,9 +143,62 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
         for c in (first, second):
             assert c["received"] == c["released"] + c["suppressed"] + c["held_back"] + c["blocked"]
         assert first["duplicates"] == 0 and second["duplicates"] == 4
-        assert orch.repo.key_duplicates(settings.window_key_for("S1")) == 0
+        assert orch.repo.key_tallies(settings.window_key_for("S1"))[0] == 0
         counted_once = sum(c["received"] - c["carried_in"] for c in (first, second))
         assert counted_once == accepted == 60
         assert sum(c["held_back"] - c["carried_in"] for c in (first, second)) == held == states["pending"]
+    finally:
+        db.dispose()
+
+
+def test_reports_dropped_for_missing_values_are_counted_in_the_manifest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``on_missing = "drop"``: a report missing a used value is dead-lettered as ``missing-value`` (so the
+    station can fix it) and counted in the ``dropped_missing`` of its key's next manifest, also when it
+    arrives while the key has no open window."""
+    import json
+
+    from stream.validate import screen_batch
+
+    spec = tmp_path / "crime-drop.toml"
+    text = (Path(__file__).resolve().parents[2] / "stream" / "specs" / "crime.toml").read_text()
+    spec.write_text(text.replace("[input]\n", '[input]\non_missing = "drop"\n', 1))
+    url = pg.create_database("acct_drop")
+    migrations.upgrade(url)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=str(spec), k=5, fingerprint_key=KEY,
+                        idle_timeout_s=1.0)
+    schema = load_schema(settings.spec)
+    db = Database(url)
+    pool = PoolRepository(db, window_policy(settings), settings.station_check())
+    validator = ReportValidator(schema, settings.person_columns)
+    orch = Orchestrator(settings, db, schema, "accounting-drop")
+    now = datetime(2024, 3, 10, tzinfo=UTC)
+
+    def push(rows: list[dict[str, Any]], at: datetime, missing: int) -> None:
+        for r in rows[:missing]:
+            r["suburb"] = None
+        batch = screen_batch(validator, [json.dumps(r).encode() for r in rows], KEY.encode(),
+                             settings.window_key_for, False, at)
+        assert [d["reason"] for d in batch.dead] == ["missing-value"] * missing, batch.dead[-1]
+        pool.ingest(batch.accepted, batch.rejections, at)
+
+    try:
+        push(day_of_reports(1, 30, seed=51)["S1"], now, missing=3)
+        assert len(orch.close_due(now + timedelta(minutes=1))) == 1
+        late = day_of_reports(1, 2, seed=52)["S1"]
+        for i, r in enumerate(late):
+            r["report_id"] = f"S1-late-{i}"
+        push(late, now + timedelta(minutes=2), missing=2)  # no open window: waits on the key
+        assert orch.repo.key_tallies(settings.window_key_for("S1")) == (0, 2)
+        day2 = day_of_reports(1, 30, seed=53, day=DAY + timedelta(days=1))["S1"]
+        for i, r in enumerate(day2):
+            r["report_id"] = f"S1-d2-{i}"
+        push(day2, now + timedelta(hours=1), missing=1)
+        assert len(orch.close_due(now + timedelta(hours=1, minutes=1))) == 1
+        with db.read() as s:
+            manifests = sorted((m for m in s.execute(select(Release.manifest)).scalars()),
+                               key=lambda m: m["window"]["start"])
+            dlq = s.execute(select(func.sum(Counter.count)).where(Counter.reason == "missing-value")).scalar_one()
+        assert [m["counts"]["dropped_missing"] for m in manifests] == [3, 3]  # 3; then 2 waiting + 1
+        assert dlq == 6 and orch.repo.key_tallies(settings.window_key_for("S1")) == (0, 0)
     finally:
         db.dispose()
