@@ -78,11 +78,12 @@ class ClaimRepository:
             adopt_carried(s, window_id, window.key)
             return window
 
-    def stale_closing(self, now: datetime, lease_s: float) -> list[str]:
-        """Closing windows whose holder stopped renewing its lease."""
+    def stale_closing(self, now: datetime, lease_s: float, feed: str | None = None) -> list[str]:
+        """Closing windows (of ``feed``, or of every feed) whose holder stopped renewing its lease."""
         with self.db.read() as s:
-            return list(s.execute(select(Window.id).where(
-                Window.state == "closing", _expired(Window.lease_until, Window.claimed_at, now, lease_s))).scalars())
+            stmt = select(Window.id).where(
+                Window.state == "closing", _expired(Window.lease_until, Window.claimed_at, now, lease_s))
+            return list(s.execute(stmt if feed is None else stmt.where(Window.feed == feed)).scalars())
 
     def renew(self, worker: str, windows: Iterable[str], releases: Iterable[str], now: datetime,
               lease_s: float) -> tuple[set[str], set[str]]:
@@ -115,14 +116,17 @@ class ClaimRepository:
 
     # --- publishing --------------------------------------------------------------------------------
     def claim_unpublished(self, worker: str, now: datetime, lease_s: float,
-                          skip_windows: frozenset[str] = frozenset()) -> list[str]:
-        """Stored releases to (re-)publish: this worker's own, unclaimed or with an expired lease, except
-        releases of ``skip_windows`` (windows the caller is closing and will publish itself)."""
+                          skip_windows: frozenset[str] = frozenset(), feed: str | None = None) -> list[str]:
+        """Stored releases (of ``feed``'s windows, or of every feed) to (re-)publish: this worker's own,
+        unclaimed or with an expired lease, except releases of ``skip_windows`` (windows the caller is
+        closing and will publish itself)."""
         mine = or_(Release.publish_claimed_by == worker, Release.publish_claimed_by.is_(None),
                    _expired(Release.publish_lease_until, Release.publish_claimed_at, now, lease_s))
+        stmt = select(Release.id, Release.window_id).where(Release.state == "stored", mine)
+        if feed is not None:
+            stmt = stmt.where(Release.window_id.in_(select(Window.id).where(Window.feed == feed)))
         with self.db.read() as s:
-            found = s.execute(select(Release.id, Release.window_id).where(Release.state == "stored", mine)
-                              .order_by(Release.created_at)).all()
+            found = s.execute(stmt.order_by(Release.created_at)).all()
         ids = [rid for rid, window_id in found if window_id not in skip_windows]
         claimed: list[str] = []
         if not ids:

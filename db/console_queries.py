@@ -38,6 +38,7 @@ class ReleaseFilter:
     since: datetime | None = None
     until: datetime | None = None
     engine: str | None = None
+    feed: str | None = None
     limit: int = 100
     offset: int = 0
 
@@ -63,6 +64,7 @@ def _release_summary(r: Release, w: Window | None) -> dict[str, Any]:
         "id": r.id, "created_at": _iso(r.created_at), "published_at": _iso(r.published_at), "state": r.state,
         "window": {"id": r.window_id, "key": r.window_key, "start": _iso(w.start) if w else None,
                    "end": _iso(w.end) if w else None, "seq": w.seq if w else None},
+        "feed": w.feed if w else None,
         "stations": list(r.stations or []), "engine": r.engine, "k": r.k_achieved, "l": r.l_achieved,
         "information_loss": r.information_loss, "received": r.received, "released": r.released,
         "suppressed": r.suppressed, "held_back": r.held_back, "blocked": r.blocked,
@@ -81,6 +83,8 @@ def list_releases(s: Session, f: ReleaseFilter = ReleaseFilter()) -> tuple[list[
         conds.append(Release.created_at < f.until)
     if f.engine:
         conds.append(Release.engine == f.engine)
+    if f.feed:
+        conds.append(Window.feed == f.feed)
     where = and_(*conds) if conds else None
     q = select(Release, Window).join(Window, Window.id == Release.window_id, isouter=True)
     if where is not None:
@@ -153,8 +157,8 @@ def pool_by_station(s: Session, now: datetime) -> list[dict[str, Any]]:
 
 def counters(s: Session) -> list[dict[str, Any]]:
     """DLQ / duplicate / correction counters per station and reason."""
-    rows = s.execute(select(Counter).order_by(Counter.kind, Counter.station_id, Counter.reason)).scalars()
-    return [{"station": c.station_id, "kind": c.kind, "reason": c.reason, "count": int(c.count),
+    rows = s.execute(select(Counter).order_by(Counter.kind, Counter.station_id, Counter.reason, Counter.feed)).scalars()
+    return [{"feed": c.feed, "station": c.station_id, "kind": c.kind, "reason": c.reason, "count": int(c.count),
              "last_at": _iso(c.last_at)} for c in rows]
 
 
@@ -179,7 +183,8 @@ def recent_dlq(s: Session, limit: int = 20) -> list[dict[str, Any]]:
     """Latest dead-letter events: time, station, reason code and the raw one-line message (the caller
     must scrub the message before showing it; payloads are never stored here)."""
     rows = s.execute(select(DlqEvent).order_by(DlqEvent.at.desc(), DlqEvent.id.desc()).limit(limit)).scalars()
-    return [{"at": _iso(e.at), "station": e.station_id, "reason": e.reason, "message": e.message} for e in rows]
+    return [{"at": _iso(e.at), "feed": e.feed, "station": e.station_id, "reason": e.reason, "message": e.message}
+            for e in rows]
 
 
 def window_counts(s: Session) -> dict[str, int]:
@@ -238,6 +243,6 @@ def registered_stations(s: Session) -> list[dict[str, Any]]:
     """The station registry (ids are validated station ids, not report identifiers)."""
     from db.models import Station
 
-    rows = s.execute(select(Station).order_by(Station.station_id)).scalars()
-    return [{"station": r.station_id, "source": r.source, "added_at": _iso(r.added_at), "note": r.note}
+    rows = s.execute(select(Station).order_by(Station.station_id, Station.feed)).scalars()
+    return [{"feed": r.feed, "station": r.station_id, "source": r.source, "added_at": _iso(r.added_at), "note": r.note}
             for r in rows]

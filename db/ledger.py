@@ -89,15 +89,17 @@ class IngestResult:
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (index in the batch, reason, message)
 
 
-def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: datetime) -> None:
+def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: datetime,
+          feed: str = "default") -> None:
     if n <= 0:
         return
-    stmt = (update(Counter).where(Counter.station_id == station, Counter.kind == kind, Counter.reason == reason)
+    stmt = (update(Counter).where(Counter.feed == feed, Counter.station_id == station, Counter.kind == kind,
+                                  Counter.reason == reason)
             .values(count=Counter.count + n, last_at=now))
     if session.execute(stmt).rowcount == 0:
         inserted = insert_ignore(session, Counter.__table__, [
-            {"station_id": station, "kind": kind, "reason": reason, "count": n, "last_at": now}],
-            ["station_id", "kind", "reason"])
+            {"feed": feed, "station_id": station, "kind": kind, "reason": reason, "count": n, "last_at": now}],
+            ["feed", "station_id", "kind", "reason"])
         if not inserted:
             session.execute(stmt)
 
@@ -169,10 +171,11 @@ class PoolRepository:
         """Registered stations among the batch's (None: no registry check)."""
         if self.stations == "open":
             return None
-        known = registered_in(s, {r.station_id for r in reports} | {r.station_id for r in rejections})
+        known = registered_in(s, {r.station_id for r in reports} | {r.station_id for r in rejections},
+                              self.policy.feed)
         if self.stations == "first-sight":
             new = {r.station_id for r in reports} - known
-            register_seen(s, new, now)
+            register_seen(s, new, now, self.policy.feed)
             known |= new
         return known
 
@@ -225,7 +228,7 @@ class PoolRepository:
                 res.corrections += 1
                 res.replaced += reason == REPLACED
         for (station, kind, reason), n in per_dup.items():
-            _bump(s, station, kind, reason, n, now)
+            _bump(s, station, kind, reason, n, now, self.policy.feed)
         return res
 
     def _count_rejections(self, s: Session, rejections: list[Rejection], reports: list[IncomingReport],
@@ -235,18 +238,21 @@ class PoolRepository:
         per_reason: dict[tuple[str, str], int] = defaultdict(int)
         for rej in every:
             station = rej.station_id if known is None or rej.station_id in known else UNREGISTERED
-            s.add(DlqEvent(at=now, station_id=station, reason=rej.reason, message=rej.message[:500]))
+            s.add(DlqEvent(at=now, feed=self.policy.feed, station_id=station, reason=rej.reason,
+                           message=rej.message[:500]))
             per_reason[(station, rej.reason)] += 1
         for (station, reason), n in per_reason.items():
-            _bump(s, station, "dlq", reason, n, now)
+            _bump(s, station, "dlq", reason, n, now, self.policy.feed)
 
 
 def due_windows(db: Database, policy: WindowPolicy, idle_s: float, now: datetime) -> list[str]:
-    """Open windows that should close now: watermark passed, full, or idle (not of paused stations)."""
+    """Open windows of the policy's feed that should close now: watermark passed, full, or idle (not of
+    paused stations)."""
     with db.read() as s:
         wms = dict(s.execute(select(Watermark.key, Watermark.event_time)).all())
-        rows = s.execute(select(Window).where(Window.state == "open")).scalars().all()
-        paused = {f"station:{st}" for st in s.execute(
+        rows = s.execute(select(Window).where(Window.state == "open", Window.feed == policy.feed)).scalars().all()
+        prefix = "" if policy.feed == "default" else f"{policy.feed}/"
+        paused = {f"{prefix}station:{st}" for st in s.execute(
             select(StationControl.station_id).where(StationControl.paused.is_(True))).scalars()}
     lateness = timedelta(seconds=policy.lateness_s)
     out = []

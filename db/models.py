@@ -6,7 +6,8 @@ are not yet released (their direct identifiers are dropped before they reach the
 
 Tables:
 
-* ``windows``: tumbling event-time windows per key (station / region / global) and their state
+* ``windows``: tumbling event-time windows per feed and key (station / region / global; keys of a feed
+  other than ``default`` start with ``<feed>/``, docs/operations.md "Several feeds") and their state
   (``open`` -> ``closing`` -> ``released`` | ``carried`` (too small, reports wait for the next window) |
   ``held`` (verification or engine failure, needs review) | ``empty``).
 * ``pending_reports``: the pending pool; ``state`` is ``pending``, ``released``, ``suppressed`` or
@@ -18,9 +19,9 @@ Tables:
   ``content`` linking guard and ``person_fp`` the ``person`` guard. Batch runs given a ledger
   (``anonymize --ledger``) record their releases here too, under a ``batch:`` window.
 * ``watermarks``: highest event time seen per window key.
-* ``counters`` / ``dlq_events``: DLQ counts and reasons, duplicates and corrections per station.
+* ``counters`` / ``dlq_events``: DLQ counts and reasons, duplicates and corrections per feed and station.
 * ``station_controls``: per-station pause flag (operator console).
-* ``stations``: the station registry (production accepts reports of registered stations only).
+* ``stations``: the station registry per feed (production accepts reports of registered stations only).
 * ``workers``: each worker's assigned input partitions and heartbeat.
 * ``audit_log``: who did what, when (no record values).
 """
@@ -87,6 +88,7 @@ class Window(Base):
     __tablename__ = "windows"
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    feed: Mapped[str] = mapped_column(String(32), default="default", server_default="default", index=True)
     key: Mapped[str] = mapped_column(String(120), index=True)
     start: Mapped[datetime] = mapped_column(UTCDateTime())
     end: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -197,6 +199,7 @@ class Watermark(Base):
 class Counter(Base):
     __tablename__ = "counters"
 
+    feed: Mapped[str] = mapped_column(String(32), primary_key=True, default="default", server_default="default")
     station_id: Mapped[str] = mapped_column(String(120), primary_key=True)
     kind: Mapped[str] = mapped_column(String(32), primary_key=True)
     reason: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -210,6 +213,7 @@ class DlqEvent(Base):
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True,
                                     autoincrement=True)
     at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    feed: Mapped[str] = mapped_column(String(32), default="default", server_default="default")
     station_id: Mapped[str] = mapped_column(String(120))
     reason: Mapped[str] = mapped_column(String(64))
     message: Mapped[str] = mapped_column(Text)
@@ -225,10 +229,12 @@ class StationControl(Base):
 
 
 class Station(Base):
-    """A known station: registered by an operator (``anonstream stations add``) or on first sight (embedded)."""
+    """A station known to a feed: registered by an operator (``anonstream stations add [--feed F]``) or on
+    first sight (embedded)."""
 
     __tablename__ = "stations"
 
+    feed: Mapped[str] = mapped_column(String(32), primary_key=True, default="default", server_default="default")
     station_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     source: Mapped[str] = mapped_column(String(16), default="operator")
     added_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

@@ -79,12 +79,13 @@ class StoredRelease:
     unique_content: bool = False  # refuse the release if any of its content fingerprints was released meanwhile
 
 
-def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime) -> None:
-    """Add reports the linking guard blocked to the ``link-guard`` counters (per station and rule)."""
+def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime,
+                  feed: str = "default") -> None:
+    """Add reports the linking guard blocked to the ``link-guard`` counters (per feed, station and rule)."""
     from db.ledger import _bump
 
     for (station, rule), n in sorted(blocked_by.items()):
-        _bump(s, station, "link-guard", rule, n, now)
+        _bump(s, station, "link-guard", rule, n, now, feed)
 
 
 class ReleaseRepository(ClaimRepository):
@@ -192,7 +193,9 @@ class ReleaseRepository(ClaimRepository):
                 s.execute(update(Watermark).where(Watermark.key == rel.window_key)
                           .values(pending_duplicates=Watermark.pending_duplicates - rel.key_duplicates,
                                   pending_dropped=Watermark.pending_dropped - rel.key_dropped))
-            count_blocked(s, rel.blocked_by, now)
+            if rel.blocked_by:
+                count_blocked(s, rel.blocked_by, now,
+                              s.execute(select(Window.feed).where(Window.id == rel.window_id)).scalar_one())
             s.execute(update(Window).where(Window.id == rel.window_id)
                       .values(state="released", release_id=rel.id, closed_at=now))
             s.add(AuditEntry(at=now, actor=worker, action="release-stored", subject=rel.id,

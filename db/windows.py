@@ -39,6 +39,7 @@ class WindowPolicy:
     lateness_s: int = 3_600
     cap: int = 10_000
     max_new_windows_per_hour: int = 500
+    feed: str = "default"  # the feed whose windows these are (stream/feeds.py)
 
     def start_of(self, t: datetime) -> datetime:
         epoch = int(t.timestamp())
@@ -96,7 +97,7 @@ class WindowRouter:
         inserted = insert_ignore(self.s, Window.__table__, [{
             "id": wid, "key": key, "start": start, "end": start + timedelta(seconds=self.policy.size_s),
             "seq": seq, "state": "open", "count": 0, "duplicates": 0, "last_input_at": self.now,
-            "created_at": self.now}], ["id"])
+            "created_at": self.now, "feed": self.policy.feed}], ["id"])
         self.created[key] = self.created.get(key, 0) + int(bool(inserted))
         row = self.s.get(Window, wid, populate_existing=True)
         assert row is not None

@@ -1,4 +1,5 @@
-"""The faust app: one agent ingesting ``crime.reports`` in batches, one timer closing windows.
+"""The faust app: one agent per feed ingesting its reports topic (``crime.reports``) in batches, one
+timer closing every feed's windows (:mod:`stream.fleet`).
 
 Settings that matter on the measured stack (DESIGN.md): session timeout 6 s / heartbeat 2 s (tansu
 answers a group join after half the session timeout), agent concurrency 1 (faust may commit past an
@@ -19,7 +20,7 @@ from typing import Any
 import faust
 
 from db import Database
-from stream.io.specs import load_schema
+from stream.fleet import Fleet
 from stream.service import SendFn, WorkerService
 from stream.settings import Settings
 
@@ -27,9 +28,11 @@ log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.App, WorkerService]:
-    schema = load_schema(settings.spec)
+    """The faust app of one worker; returns it with the first feed's service (the only one without a
+    pipelines file; ``app.anonstream_fleet`` holds every feed's, :mod:`stream.fleet`)."""
     db = db or Database(settings.db_url())
-    service = WorkerService(settings, db, schema)
+    fleet = Fleet(settings, db)
+    service = next(iter(fleet.services.values()))
     app = faust.App(
         settings.app_id,
         broker=settings.faust_broker(),
@@ -48,9 +51,6 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
         producer_acks=-1,
         stream_wait_empty=False,
     )
-    reports = app.topic(settings.topic_reports, key_type=bytes, value_type=bytes, key_serializer="raw",
-                        value_serializer="raw", partitions=settings.reports_partitions, internal=False)
-
     async def send(topic: str, key: bytes | None, value: bytes) -> Any:
         return await app.producer.send(topic, key, value, None, None, None)
 
@@ -74,56 +74,67 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
             pending.append(await producer.send_batch(batch, topic, partition=first.partition))
         await asyncio.gather(*pending)
 
-    @app.agent(reports, concurrency=1, name="ingest")
-    async def ingest(stream: Any) -> None:
-        # Batches are persisted one at a time, in order, while the next batch is being buffered;
-        # a batch's events are acknowledged (so their offsets may be committed) only after its
-        # reports are in the pending pool.
-        inflight: asyncio.Future[None] | None = None
+    def ingest_agent(feed: WorkerService) -> None:
+        """The agent ingesting one feed's input topic (``ingest``; ``ingest-<feed>`` for other feeds)."""
+        fs = feed.settings
+        reports = app.topic(fs.topic_reports, key_type=bytes, value_type=bytes, key_serializer="raw",
+                            value_serializer="raw", partitions=fs.reports_partitions, internal=False)
+        name = "ingest" if fs.feed == "default" else f"ingest-{fs.feed}"
 
-        async def persist(events: list[Any]) -> None:
-            try:
-                await service.handle_batch([e.value for e in events], sender)
-            except asyncio.CancelledError:  # the worker is stopping: the batch is not acknowledged either
-                log.warning("stopping while a batch of %d report(s) was being written: not committed, it is "
-                            "read again on restart (nothing is lost or counted twice)", len(events))
-                raise
-            except BaseException as exc:  # never acknowledge an unpersisted batch
-                log.critical("ingest failed (%s); exiting without committing offsets", type(exc).__name__)
-                os._exit(75)
-            for event in events:
-                await stream.ack(event)
+        async def ingest(stream: Any) -> None:
+            # Batches are persisted one at a time, in order, while the next batch is being buffered;
+            # a batch's events are acknowledged (so their offsets may be committed) only after its
+            # reports are in the pending pool.
+            inflight: asyncio.Future[None] | None = None
 
-        async for events in stream.noack_take(settings.take_max, within=settings.take_within_s):
-            batch = list(events)
+            async def persist(events: list[Any]) -> None:
+                try:
+                    await feed.handle_batch([e.value for e in events], sender)
+                except asyncio.CancelledError:  # the worker is stopping: the batch is not acknowledged either
+                    log.warning("stopping while a batch of %d report(s) was being written: not committed, it is "
+                                "read again on restart (nothing is lost or counted twice)", len(events))
+                    raise
+                except BaseException as exc:  # never acknowledge an unpersisted batch
+                    log.critical("ingest failed (%s); exiting without committing offsets", type(exc).__name__)
+                    os._exit(75)
+                for event in events:
+                    await stream.ack(event)
+
+            async for events in stream.noack_take(fs.take_max, within=fs.take_within_s):
+                batch = list(events)
+                if inflight is not None:
+                    await inflight
+                inflight = asyncio.ensure_future(persist(batch))
             if inflight is not None:
                 await inflight
-            inflight = asyncio.ensure_future(persist(batch))
-        if inflight is not None:
-            await inflight
+
+        app.agent(reports, concurrency=1, name=name)(ingest)
+
+    for feed_service in fleet.services.values():
+        ingest_agent(feed_service)
 
     @app.task
     async def windows() -> None:
         # our own loop rather than app.timer: a tick that releases a large window takes longer than
         # the interval, which is expected here and not worth faust's "timer is overlapping" warning
         while not app.should_stop:
-            await service.wait_tick(settings.tick_interval_s)
+            await fleet.wait_tick(settings.tick_interval_s)
             try:
-                await service.tick(sender)
+                await fleet.tick(sender)
             except Exception:  # a failing tick must not stop the worker; windows stay in the DB
                 log.exception("window tick failed; retrying at the next tick")
 
     @app.on_partitions_assigned.connect
     async def on_assigned(app: Any, assigned: Any, **_kw: Any) -> None:
-        mine = [tp.partition for tp in assigned if tp.topic == settings.topic_reports]
-        await service.record_partitions(mine)
+        await fleet.record_partitions(assigned)
 
     if hasattr(app.producer, "_ensure_producer"):  # the aiokafka transport (kafka:// brokers)
-        service.send_many = send_many
+        fleet.set_send_many(send_many)
     app.anonstream_service = service  # type: ignore[attr-defined]
+    app.anonstream_fleet = fleet  # type: ignore[attr-defined]
     from stream.metrics import install
 
-    install(app, settings, service.metrics)  # /metrics, /ready, /live on the web port
+    install(app, settings, fleet.metrics, fleet.inputs)  # /metrics, /ready, /live on the web port
     return app, service
 
 
@@ -131,7 +142,7 @@ def run_worker(settings: Settings) -> int:
     """Run one faust worker in this process until it is stopped (SIGTERM / SIGINT)."""
     from faust.worker import Worker
 
-    app, service = create_app(settings)
+    app, _service = create_app(settings)
     # logging is set up once by the CLI (stream/logs.py): one format, the Kafka clients at WARNING
     worker = Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False, override_logging=False)
     try:
@@ -144,5 +155,5 @@ def run_worker(settings: Settings) -> int:
             check_broker(settings, timeout=2.0)  # raises ServiceUnreachable (exit 3) if the broker is gone
         return code
     finally:
-        service.close()
+        app.anonstream_fleet.close()  # type: ignore[attr-defined]
     return 0

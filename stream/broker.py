@@ -122,8 +122,14 @@ class EmbeddedBroker:
 
 
 def topic_partitions(settings: Settings) -> dict[str, int]:
-    return {settings.topic_reports: settings.reports_partitions, settings.topic_dlq: 1,
-            settings.topic_anonymized: settings.output_partitions, settings.topic_releases: 1}
+    """Every topic of every feed (:mod:`stream.feeds`) with its partition count."""
+    from stream.feeds import feeds
+
+    out: dict[str, int] = {}
+    for fs in feeds(settings):
+        out.update({fs.topic_reports: fs.reports_partitions, fs.topic_dlq: 1,
+                    fs.topic_anonymized: fs.output_partitions, fs.topic_releases: 1})
+    return out
 
 
 def ensure_topics(bootstrap: list[str] | str, partitions: dict[str, int], timeout: float = 20.0) -> None:
@@ -231,7 +237,10 @@ class BrokerWatch:
                                            enable_auto_commit=False, client_id="anonstream-broker-watch",
                                            request_timeout_ms=10_000, metadata_max_age_ms=2_000)
         out: dict[tuple[str, int], int] = {}
-        for topic in (self.settings.topic_reports, self.settings.topic_releases):
+        from stream.feeds import feeds
+
+        watched = [t for fs in feeds(self.settings) for t in (fs.topic_reports, fs.topic_releases)]
+        for topic in watched:
             parts = self._consumer.partitions_for_topic(topic)
             if not parts:
                 out[(topic, -1)] = 0

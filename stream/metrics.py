@@ -49,29 +49,29 @@ class WorkerMetrics:
         self.failures = Counter("anonstream_failures", "Failures of the worker's retried operations (database or "
                                 "broker unreachable), by kind; the log says each kind at most once per 30 s",
                                 ["kind"], registry=r)
-        self.releases_published = Counter("anonstream_releases_published", "Releases published by this worker",
-                                          registry=r)
+        self.releases_published = Counter("anonstream_releases_published", "Releases published by this worker, "
+                                          "per feed", ["feed"], registry=r)
         self.stage = Histogram("anonstream_release_stage_seconds", "Release latency by stage", ["stage"],
                                buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300), registry=r)
         self.last_k = Gauge("anonstream_last_release_k", "Achieved k of the last release published here",
-                            registry=r)
+                            ["feed"], registry=r)
         self.last_l = Gauge("anonstream_last_release_l", "Achieved l of the last release published here (0: none)",
-                            registry=r)
+                            ["feed"], registry=r)
         self.last_loss = Gauge("anonstream_last_release_information_loss",
-                               "Information loss of the last release published here", registry=r)
+                               "Information loss of the last release published here", ["feed"], registry=r)
         self.last_size = Gauge("anonstream_last_release_records", "Records in the last release published here",
-                               registry=r)
+                               ["feed"], registry=r)
         self.last_max_risk = Gauge("anonstream_last_release_max_risk",
                                    "Highest prosecutor re-identification risk in the last release published here",
-                                   registry=r)
+                                   ["feed"], registry=r)
         self.last_avg_risk = Gauge("anonstream_last_release_avg_risk",
                                    "Average prosecutor re-identification risk in the last release published here",
-                                   registry=r)
+                                   ["feed"], registry=r)
         self.last_at_risk = Gauge("anonstream_last_release_records_at_risk",
-                                  "Share of the last release's records above the risk threshold", registry=r)
+                                  "Share of the last release's records above the risk threshold", ["feed"], registry=r)
         self.last_warnings = Gauge("anonstream_last_release_risk_warnings",
                                    "Risk warnings (homogeneous classes, records above the threshold) of the last "
-                                   "release published here", registry=r)
+                                   "release published here", ["feed"], registry=r)
         if db is not None or child_pids is not None:
             r.register(_StateCollector(db, child_pids, self.failure))
         for stage in STAGES:
@@ -92,10 +92,10 @@ class WorkerMetrics:
             self.dlq_sent.labels(reason).inc()
 
     def released(self, manifest: bytes, release_seconds: float | None, publish_seconds: float,
-                 timings: dict[str, float] | None = None) -> None:
-        """A release was published: its stage timings (from the ledger: the manifest carries none, so that
-        it is reproducible), k, l and loss."""
-        self.releases_published.inc()
+                 timings: dict[str, float] | None = None, feed: str = "default") -> None:
+        """A release of ``feed`` was published: its stage timings (from the ledger: the manifest carries none,
+        so that it is reproducible), k, l and loss."""
+        self.releases_published.labels(feed).inc()
         self.stage.labels("publish").observe(publish_seconds)
         try:
             m = json.loads(manifest)
@@ -112,24 +112,24 @@ class WorkerMetrics:
             computed = sum(v for v in parts.values() if isinstance(v, int | float))
             self.stage.labels("store").observe(max(release_seconds - computed, 0.0))
         if isinstance(m.get("k"), int):
-            self.last_k.set(m["k"])
-        self.last_l.set(m["l"] if isinstance(m.get("l"), int) else 0)
+            self.last_k.labels(feed).set(m["k"])
+        self.last_l.labels(feed).set(m["l"] if isinstance(m.get("l"), int) else 0)
         loss = (m.get("metrics") or {}).get("gcp")
         if isinstance(loss, int | float):
-            self.last_loss.set(loss)
+            self.last_loss.labels(feed).set(loss)
         counts = m.get("counts") or {}
         if isinstance(counts.get("released"), int):
-            self.last_size.set(counts["released"])
-        self._risk((m.get("privacy") or {}).get("risk") or {})
+            self.last_size.labels(feed).set(counts["released"])
+        self._risk((m.get("privacy") or {}).get("risk") or {}, feed)
 
-    def _risk(self, risk: dict[str, Any]) -> None:
+    def _risk(self, risk: dict[str, Any], feed: str) -> None:
         """The release's prosecutor risk figures (manifest ``privacy.risk``, docs/risk.md)."""
         prosecutor = risk.get("prosecutor") or {}
         for gauge, key in ((self.last_max_risk, "highest"), (self.last_avg_risk, "average"),
                            (self.last_at_risk, "records_at_risk")):
             if isinstance(prosecutor.get(key), int | float):
-                gauge.set(prosecutor[key])
-        self.last_warnings.set(len(risk.get("warnings") or []))
+                gauge.labels(feed).set(prosecutor[key])
+        self.last_warnings.labels(feed).set(len(risk.get("warnings") or []))
 
     def scrape(self) -> bytes:
         return generate_latest(self.registry)
@@ -173,26 +173,27 @@ class _StateCollector:
 class _LagCollector:
     """Input lag of this worker's assigned partitions: high-water mark minus committed offset."""
 
-    def __init__(self, app: Any, topic: str) -> None:
-        self.app, self.topic = app, topic
+    def __init__(self, app: Any, topics: dict[str, str]) -> None:
+        self.app, self.topics = app, topics  # input topic -> feed
 
     def describe(self) -> list[Any]:
         return []
 
     def collect(self) -> Iterable[Any]:
         lag = GaugeMetricFamily("anonstream_consumer_lag", "Unread messages on the reports topic, per assigned "
-                                "partition (high-water mark minus committed offset)", labels=["partition"])
+                                "partition (high-water mark minus committed offset)", labels=["feed", "partition"])
         try:
             consumer = self.app.consumer
             committed = getattr(consumer, "_committed_offset", {})
             for tp in list(consumer.assignment()):
-                if tp.topic != self.topic:
+                if tp.topic not in self.topics:
                     continue
                 high = consumer.highwater(tp)
                 if high is None:
                     continue
                 done = committed.get(tp)
-                lag.add_metric([str(tp.partition)], max(int(high) - int(done if done is not None else 0), 0))
+                lag.add_metric([self.topics[tp.topic], str(tp.partition)],
+                               max(int(high) - int(done if done is not None else 0), 0))
         except Exception as exc:  # not started yet, or rebalancing
             log.debug("metrics: no consumer lag (%s)", type(exc).__name__)
         yield lag
@@ -263,8 +264,9 @@ def readiness(settings: Any, timeout: float = 3.0) -> dict[str, Any]:
     return out
 
 
-def install(app: Any, settings: Any, metrics: WorkerMetrics) -> None:
-    """Add ``/metrics``, ``/ready`` and ``/live`` to the faust app's web server."""
+def install(app: Any, settings: Any, metrics: WorkerMetrics, inputs: dict[str, str] | None = None) -> None:
+    """Add ``/metrics``, ``/ready`` and ``/live`` to the faust app's web server (``inputs``: input topic ->
+    feed; default the settings' one feed)."""
 
     async def metrics_view(self: Any, request: Any) -> Any:
         body = await asyncio.to_thread(metrics.scrape)
@@ -277,7 +279,7 @@ def install(app: Any, settings: Any, metrics: WorkerMetrics) -> None:
     async def live_view(self: Any, request: Any) -> Any:
         return self.json({"live": True, "pid": os.getpid()})
 
-    metrics.registry.register(_LagCollector(app, settings.topic_reports))
+    metrics.registry.register(_LagCollector(app, inputs or {settings.topic_reports: settings.feed}))
     app.page("/metrics")(metrics_view)
     app.page("/ready")(ready_view)
     app.page("/live")(live_view)

@@ -73,7 +73,8 @@ def resolve_engine(settings: Settings) -> str:
 
 def window_policy(settings: Settings) -> WindowPolicy:
     return WindowPolicy(size_s=settings.window_size_s, lateness_s=settings.allowed_lateness_s,
-                        cap=settings.window_max_reports, max_new_windows_per_hour=settings.max_new_windows_per_hour)
+                        cap=settings.window_max_reports, max_new_windows_per_hour=settings.max_new_windows_per_hour,
+                        feed=settings.feed)
 
 
 class Orchestrator:
@@ -135,7 +136,8 @@ class Orchestrator:
     def due(self, now: datetime) -> list[tuple[str, str]]:
         """Windows to close now (due or abandoned by a crashed closer), with why."""
         ids = [(w, "due") for w in due_windows(self.db, self.policy, self.settings.idle_timeout_s, now)]
-        return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s)]
+        return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s,
+                                                                              self.settings.feed)]
 
     def close_due(self, now: datetime | None = None) -> list[str]:
         """Close every due window (and abandoned claims); returns the ids of releases stored."""

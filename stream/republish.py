@@ -33,12 +33,17 @@ def encoded(repo: ReleaseRepository, release_id: str) -> tuple[bytes, list[bytes
     return dumps(manifest), [dumps(m) for m in record_messages(release_id, columns, rows)]
 
 
-def published_ids(db: Database) -> list[str]:
+def published_ids(db: Database, feed: str | None = None) -> list[str]:
+    """Published releases (of ``feed``'s windows, or of every feed), oldest first."""
     from sqlalchemy import select
 
+    from db.models import Window
+
+    stmt = select(Release.id).where(Release.state == "published")
+    if feed is not None:
+        stmt = stmt.where(Release.window_id.in_(select(Window.id).where(Window.feed == feed)))
     with db.read() as s:
-        return list(s.execute(select(Release.id).where(Release.state == "published")
-                              .order_by(Release.created_at)).scalars())
+        return list(s.execute(stmt.order_by(Release.created_at)).scalars())
 
 
 def topic_keys(bootstrap: list[str], topic: str, timeout_s: float = 30.0) -> set[str] | None:
@@ -98,9 +103,10 @@ def publish_from_ledger(settings: Settings, repo: ReleaseRepository, release_ids
 
 
 def republish_missing(settings: Settings, db: Database | None = None) -> list[str]:
-    """Re-publish every ``published`` release whose manifest the releases topic lacks (start-up)."""
+    """Re-publish every ``published`` release of the settings' feed whose manifest the feed's releases
+    topic lacks (start-up; called once per feed)."""
     db = db or Database(settings.db_url())
-    ids = published_ids(db)
+    ids = published_ids(db, settings.feed)
     if not ids:
         return []
     keys = topic_keys(settings.bootstrap_servers(), settings.topic_releases)

@@ -68,7 +68,10 @@ def embedded(settings: Settings, run_migrations: bool = True, watch: bool = Fals
         ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
         if run_migrations:
             migrate(settings)
-        republish_missing(settings)
+        from stream.feeds import feeds
+
+        for feed in feeds(settings):
+            republish_missing(feed)
         if watch:
             watcher = BrokerWatch(settings, broker).start()
         yield settings

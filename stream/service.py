@@ -60,11 +60,16 @@ def one_by_one(send: SendFn) -> SendManyFn:
 
 
 def worker_id(settings: Settings) -> str:
-    return f"{socket.gethostname()}:{settings.web_port}"
+    """``host:port``, and ``/<feed>`` for a feed other than ``default`` (one heartbeat row per feed served)."""
+    base = f"{socket.gethostname()}:{settings.web_port}"
+    return base if settings.feed == "default" else f"{base}/{settings.feed}"
 
 
 class WorkerService:
-    def __init__(self, settings: Settings, db: Database, schema: Schema, worker: str | None = None) -> None:
+    def __init__(self, settings: Settings, db: Database, schema: Schema, worker: str | None = None,
+                 metrics: WorkerMetrics | None = None) -> None:
+        """One feed's worker logic (``settings`` are the feed's, :mod:`stream.feeds`); ``metrics`` shared by
+        the feeds of one worker process (:mod:`stream.fleet`), else its own."""
         self.settings, self.db, self.schema = settings, db, schema
         self.send_many: SendManyFn | None = None  # the app sets a batching sender; else one send per record
         self.worker = worker or worker_id(settings)
@@ -78,7 +83,7 @@ class WorkerService:
             ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
             else ThreadReleases(self.orchestrator))
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
-        self.metrics = WorkerMetrics(db, getattr(self.releases, "pids", None))
+        self.metrics = metrics or WorkerMetrics(db, getattr(self.releases, "pids", None))
         self._release_s: dict[str, float] = {}  # release id -> seconds its release call took (metrics)
         self._tick_lock = asyncio.Lock()
         self._wake = asyncio.Event()  # set when a release slot frees up
@@ -279,7 +284,7 @@ class WorkerService:
         """(Re-)publish stored releases this worker may publish, except those of windows it is closing now."""
         now = datetime.now(UTC)
         ids = await asyncio.to_thread(self.repo.claim_unpublished, self.worker, now, self.settings.claim_lease_s,
-                                      frozenset(self._closing))
+                                      frozenset(self._closing), self.settings.feed)
         done = []
         for rid in ids:
             await self.publish(rid, send)
@@ -306,7 +311,7 @@ class WorkerService:
             self.leases.publishing.discard(release_id)
         self.stats["published"] += 1
         self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started,
-                              timings)
+                              timings, s.feed)
         log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(records),
                  time.perf_counter() - started, extra=ctx(release_id=release_id))
 

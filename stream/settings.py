@@ -64,6 +64,12 @@ class Settings(BaseSettings):
 
     # --- dataset and windows -----------------------------------------------------------------------
     spec: str = Field(default="crime", description="bundled spec name or path to a spec TOML file")
+    pipelines: Path | None = Field(default=None, description="TOML file declaring several feeds (docs/operations.md "
+                                   "'Several feeds'); none = these settings are the one feed, named default")
+    feed: str = Field(default="default", description="the feed these settings describe (set per feed from "
+                      "`pipelines`; not an operator setting)")
+    ledger: str | None = Field(default=None, description="fingerprint scope of the feed: feeds with the same "
+                               "ledger block each other's released reports; none = the feed's own")
     window_by: Literal["station", "region", "global"] = "station"
     regions: dict[str, str] = Field(default_factory=dict, description="station -> region (window_by=region)")
     window_size_s: int = Field(default=86_400, ge=1)
@@ -193,7 +199,7 @@ class Settings(BaseSettings):
     def key_bytes(self) -> bytes:
         """The fingerprint key; in embedded mode created once under ``data_dir`` when not configured."""
         if self.fingerprint_key is not None and self.fingerprint_key.get_secret_value():
-            return self.fingerprint_key.get_secret_value().encode()
+            return self._scoped(self.fingerprint_key.get_secret_value().encode())
         if self.mode == "production":
             raise ParamsError("production mode needs ANONSTREAM_FINGERPRINT_KEY", reason="missing-setting")
         path = self.data_dir / "fingerprint.key"
@@ -201,7 +207,17 @@ class Settings(BaseSettings):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(secrets.token_hex(32))
             path.chmod(0o600)
-        return path.read_text().strip().encode()
+        return self._scoped(path.read_text().strip().encode())
+
+    def _scoped(self, key: bytes) -> bytes:
+        """The deployment key for the ``default`` ledger scope; a key derived from it (HMAC) for any other
+        feed, so the fingerprints of one feed never match those of another (docs/operations.md)."""
+        scope = self.ledger or self.feed
+        if scope == "default":
+            return key
+        import hmac
+
+        return hmac.new(key, f"feed\x1f{scope}".encode(), "sha256").hexdigest().encode()
 
     def station_check(self) -> Literal["first-sight", "registered"]:
         """Production always requires registered stations; embedded mode registers on first sight by default."""
@@ -210,11 +226,13 @@ class Settings(BaseSettings):
         return self.register_stations or "first-sight"
 
     def window_key_for(self, station: str) -> str:
+        """The window key of a station's reports; keys of a feed other than ``default`` start with ``<feed>/``."""
+        prefix = "" if self.feed == "default" else f"{self.feed}/"
         if self.window_by == "station":
-            return f"station:{station}"
+            return f"{prefix}station:{station}"
         if self.window_by == "region":
-            return f"region:{self.regions.get(station, 'unassigned')}"
-        return "global"
+            return f"{prefix}region:{self.regions.get(station, 'unassigned')}"
+        return f"{prefix}global"
 
     def with_updates(self, **values: Any) -> Settings:
         """A copy with some fields replaced (validated again)."""

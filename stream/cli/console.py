@@ -164,6 +164,8 @@ def _age(s: float | None) -> str:
 def cmd_status(args: argparse.Namespace) -> int:
     svc = _service(args)
     h = _guard(svc.health)
+    if args.feed:
+        return _feed_status(h, args.feed, args.json)
     if args.json:
         _print_json(h)
         return 0
@@ -189,6 +191,37 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"windows   {ws['by_state']}; held {len(ws['held'])}, carried {len(ws['carried'])}")
     for w in ws["held"]:
         print(f"          HELD {w['id']}: {w['reason']}")
+    feeds = h.get("feeds") or []
+    if [f["feed"] for f in feeds] not in ([], ["default"]):
+        print("feeds")
+        for f in feeds:
+            print(_feed_line(f))
+    return 0
+
+
+def _feed_line(f: dict[str, Any]) -> str:
+    return (f"          {f['feed']:12} pending {f['pending']:>6}  oldest {_age(f['oldest_pending_age_s']):>6}  "
+            f"released {f['released']:>7}  suppressed {f['suppressed']:>5}  blocked {f['blocked']:>5}  "
+            f"dlq {f.get('dlq', 0):>5}  windows {f['windows']}  releases {f['releases']}")
+
+
+def _feed_status(h: dict[str, Any], feed: str, as_json: bool) -> int:
+    """``status --feed NAME``: that feed's pool, windows and releases, and its held / carried windows."""
+    found = [f for f in h.get("feeds") or [] if f["feed"] == feed]
+    if not found:
+        known = ", ".join(f["feed"] for f in h.get("feeds") or []) or "none yet"
+        raise InputDataError(f"no feed named {feed!r} in the ledger (feeds: {known})", reason="unknown-feed")
+    prefix = "" if feed == "default" else f"{feed}/"
+    ws = h["windows"]
+    mine = [w for w in ws["held"] + ws["carried"] if w["key"].startswith(prefix)
+            and (prefix or "/" not in w["key"].split(":", 1)[0])]
+    if as_json:
+        _print_json({"feed": found[0], "windows": mine})
+        return 0
+    print(f"feed      {feed}")
+    print(_feed_line(found[0]))
+    for w in mine:
+        print(f"          {w['state'].upper()} {w['id']}: {w['reason']}")
     return 0
 
 
@@ -247,5 +280,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     st = sub.add_parser("status", parents=[common], help="pool, DLQ, lag, windows and worker health in one screen")
     st.add_argument("--json", action="store_true", help="print JSON")
+    st.add_argument("--feed", help="only this feed (several feeds in one deployment): its pool, windows, releases")
     st.add_argument("--broker-timeout", type=float, default=8.0, help="seconds to wait for the broker (default 8)")
     st.set_defaults(func=cmd_status)

@@ -51,7 +51,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
     from stream.settings import secret_value
     from stream.signing import consumer_public_key
 
-    settings = broker_settings(load_settings(broker_url=args.broker))
+    settings = broker_settings(load_settings(broker_url=args.broker, pipelines=args.pipelines))
+    if settings.pipelines is not None or args.feed:  # that feed's output topics (stream/feeds.py)
+        from stream.feeds import feed_named
+
+        settings = feed_named(settings, args.feed)
     public_key = consumer_public_key(args.public_key or settings.release_public_key,
                                      secret_value(settings.signing_key), settings.data_dir)
     raw_columns = tuple(c.strip() for c in (args.raw_columns or "").split(",") if c.strip())
@@ -103,4 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(default: ANONSTREAM_RELEASE_PUBLIC_KEY, else the local worker's key)")
     c.add_argument("--raw-columns", help="comma-separated text columns written as they are in CSV (no formula "
                    "neutralization), e.g. signed numbers stored as text")
+    c.add_argument("--feed", help="follow this feed's output topics (several feeds in one deployment)")
+    c.add_argument("--pipelines", metavar="FILE", help="the deployment's pipelines TOML (default: "
+                   "ANONSTREAM_PIPELINES)")
     c.set_defaults(func=cmd_consume)

@@ -30,8 +30,13 @@ def _registry(args: argparse.Namespace) -> Any:
     from db.stations import StationRegistry
     from stream.settings import load_settings
 
-    settings = load_settings(database_url=args.database)
-    return StationRegistry(Database(settings.db_url()))
+    settings = load_settings(database_url=args.database, pipelines=args.pipelines)
+    feed = "default"
+    if settings.pipelines is not None or args.feed:  # each feed has its own registry (stream/feeds.py)
+        from stream.feeds import feed_named
+
+        feed = feed_named(settings, args.feed).feed
+    return StationRegistry(Database(settings.db_url()), feed)
 
 
 def _guard(fn: Any) -> Any:
@@ -91,6 +96,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     inner = p.add_subparsers(dest="stations_command", metavar="ACTION")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--database", help="SQLAlchemy URL (default: ANONSTREAM_DATABASE_URL, else SQLite)")
+    common.add_argument("--feed", help="the feed whose registry this is (several feeds in one deployment; "
+                        "each has its own registry)")
+    common.add_argument("--pipelines", metavar="FILE", help="the deployment's pipelines TOML (default: "
+                        "ANONSTREAM_PIPELINES)")
     a = inner.add_parser("add", parents=[common], help="register stations", description=STATIONS_HELP,
                          formatter_class=fmt)
     a.add_argument("station", nargs="+", help="station id(s)")

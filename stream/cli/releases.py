@@ -45,9 +45,21 @@ def cmd_republish(args: argparse.Namespace) -> int:
     for rid in ids:
         if _state(repo, rid) is None:
             raise InputDataError(f"no release {rid!r} in the ledger", reason="console")
-    publish_from_ledger(settings, repo, ids)
+    from db.feeds import feed_of_release
+    from stream.feeds import feeds
+
+    by_name = {f.feed: f for f in feeds(settings)}
+    with repo.db.read() as s:
+        owner = {rid: feed_of_release(s, rid) or "default" for rid in ids}
+    for rid in ids:  # each release goes back to its own feed's topics
+        if owner[rid] not in by_name:
+            raise InputDataError(f"release {rid!r} belongs to feed {owner[rid]!r}, which these settings do not "
+                                 "declare (set ANONSTREAM_PIPELINES to the deployment's pipelines file)",
+                                 reason="console")
     for rid in ids:
-        print(f"release {rid}: re-published to {settings.topic_anonymized} and {settings.topic_releases}")
+        fs = by_name[owner[rid]]
+        publish_from_ledger(fs, repo, [rid])
+        print(f"release {rid}: re-published to {fs.topic_anonymized} and {fs.topic_releases}")
     return 0
 
 

@@ -22,6 +22,10 @@ $ANONSTREAM_HOME/instance.json, so every other command finds its broker and data
 first unless --no-migrate; releases the broker lacks are re-published from the ledger. The web port
 serves /metrics (Prometheus) and /ready. Exit codes: 0 ok, 2 usage, 3 broker/database unreachable
 or lost. All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
+
+Several feeds (each its own input topic, spec, engine, privacy parameters, windows and output
+topics) are served by the same worker with --pipelines FILE (or ANONSTREAM_PIPELINES); see
+stream/specs/pipelines.example.toml and docs/operations.md "Several feeds".
 """
 
 DEMO_HELP = """\
@@ -38,7 +42,8 @@ Example:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {"broker_url": getattr(args, "broker", None), "database_url": getattr(args, "database", None),
             "spec": getattr(args, "spec", None), "engine": getattr(args, "engine", None),
-            "k": getattr(args, "k", None), "web_port": getattr(args, "web_port", None)}
+            "k": getattr(args, "k", None), "web_port": getattr(args, "web_port", None),
+            "pipelines": getattr(args, "pipelines", None)}
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -73,7 +78,18 @@ def _announce(s: Settings) -> None:
         f"  database  {safe_url(s.db_url())}",
         f"  console   anonstream console --port {s.console_port}  (then open http://127.0.0.1:{s.console_port}/)",
         f"  home      {home}  (other commands find this instance from any directory with ANONSTREAM_HOME={home})",
+        *_feed_lines(s),
         "  next      anonstream push reports.csv --station S1    |    anonstream status"]), flush=True)
+
+
+def _feed_lines(s: Settings) -> list[str]:
+    """One line per feed when a pipelines file declares them."""
+    if s.pipelines is None:
+        return []
+    from stream.feeds import feeds
+
+    return [f"  feed      {f.feed}: {f.topic_reports} -> {f.topic_anonymized} (spec {f.spec}, engine "
+            f"{f.engine or 'default'}, k={f.k})" for f in feeds(s)]
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -217,6 +233,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=RUN_HELP, formatter_class=fmt)
     r.add_argument("--web-port", type=int, help="worker web port: /metrics, /ready (default 6066; 0 = a free port)")
     r.add_argument("--no-migrate", action="store_true", help="skip the migrations start-up step")
+    r.add_argument("--pipelines", metavar="FILE", help="serve several feeds declared in this TOML file (default: "
+                   "ANONSTREAM_PIPELINES; none = one feed from these settings); see docs/operations.md")
     r.set_defaults(func=cmd_run)
 
     d = sub.add_parser("demo", parents=[common], help="embedded broker + worker + simulated stations, one day",

@@ -32,6 +32,7 @@ Examples:
   anonstream push reports-2024-03-01.csv --station S1 --broker kafka://127.0.0.1:9092
   anonstream push reports.csv --station S1 --rejects rejects.csv   # fix rejects.csv, then:
   anonstream push rejects.csv --station S1
+  anonstream push arrests.csv --feed arrests --pipelines feeds.toml   # a deployment with several feeds
 """
 
 def _progress(label: str) -> Any:
@@ -54,7 +55,12 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.locate import check_broker
     from stream.producer import make_producer, push_reports
 
-    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec), check=False)
+    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines),
+                               check=False)
+    if settings.pipelines is not None or args.feed:  # the feed's input topic and spec (stream/feeds.py)
+        from stream.feeds import feed_named
+
+        settings = feed_named(settings, args.feed)
     schema = load_schema(settings.spec)
     spec = schema.spec
     seen = [0]
@@ -122,8 +128,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--station", help="station id (fills or must match the station column); omit it when each "
                                      "row names its station (a multi-station export)")
     p.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")
-    p.add_argument("--spec", help="dataset spec (default: crime)")
-    p.add_argument("--topic", help="reports topic (default: crime.reports)")
+    p.add_argument("--spec", help="dataset spec (default: crime; with --feed: the feed's)")
+    p.add_argument("--topic", help="reports topic (default: crime.reports; with --feed: the feed's input topic)")
+    p.add_argument("--feed", help="push to this feed of a several-feed deployment: its input topic, validated "
+                   "with its spec (feeds come from --pipelines or ANONSTREAM_PIPELINES)")
+    p.add_argument("--pipelines", metavar="FILE", help="the deployment's pipelines TOML (default: "
+                   "ANONSTREAM_PIPELINES)")
     p.add_argument("--show", type=int, default=20, help="rejected rows to list (default 20)")
     p.add_argument("--rejects", metavar="FILE", help="write every rejected row with its reason here (.csv or .jsonl)")
     p.set_defaults(func=cmd_push)

@@ -47,7 +47,11 @@ class BrokerHealth:
         now = time.monotonic()
         if self._lag is not None and now - self._lag[0] < self.lag_cache_s:
             return self._lag[1]
-        out = self._broker_call(consumer_lag, self.settings.app_id, self.settings.topic_reports)
+        from stream.feeds import feeds
+
+        inputs = {f.topic_reports: f.feed for f in feeds(self.settings)}
+        parts = {topic: self._broker_call(consumer_lag, self.settings.app_id, topic) for topic in inputs}
+        out = next(iter(parts.values())) if len(parts) == 1 else _combined(parts, inputs)
         self._lag = (now, out)
         return out
 
@@ -98,3 +102,20 @@ class BrokerHealth:
                         "alive": age is not None and age <= limit, "partitions": w.get("partitions") or [],
                         "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str | bool)}})
         return out
+
+
+def _combined(parts: dict[str, dict[str, Any]], inputs: dict[str, str]) -> dict[str, Any]:
+    """The lags of several feeds' input topics as one (partitions named ``<feed>:<partition>``)."""
+    rows, notes, errors, per_feed = [], [], [], {}
+    for topic, lag in parts.items():
+        feed = inputs[topic]
+        if lag.get("error"):
+            errors.append(f"{feed}: {lag['error']}")
+            continue
+        per_feed[feed] = lag.get("total")
+        rows += [r | {"partition": f"{feed}:{r['partition']}"} for r in lag.get("partitions") or []]
+        notes += [f"{feed}: {n}" for n in lag.get("notes") or []]
+    group = next((lag.get("group") for lag in parts.values() if lag.get("group")), None)
+    return {"topic": ", ".join(parts), "group": group, "partitions": rows, "feeds": per_feed,
+            "total": sum(v for v in per_feed.values() if v is not None), "error": "; ".join(errors) or None,
+            "notes": notes}

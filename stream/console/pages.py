@@ -69,7 +69,11 @@ def releases_page(data: dict[str, Any]) -> str:
     raw = data.get("query") or {}
     opts = '<option value="">all stations</option>' + "".join(
         f'<option{" selected" if s == f["station"] else ""}>{e(s)}</option>' for s in data["stations"])
-    form = (f'<form method=get action="/releases">Station <select name=station>{opts}</select> '
+    feeds = data.get("feeds") or []
+    feed_opts = '<option value="">all feeds</option>' + "".join(
+        f'<option{" selected" if n == f.get("feed") else ""}>{e(n)}</option>' for n in feeds)
+    feed_select = f'Feed <select name=feed>{feed_opts}</select> ' if len(feeds) > 1 or f.get("feed") else ""
+    form = (f'<form method=get action="/releases">{feed_select}Station <select name=station>{opts}</select> '
             f'released since <input type=date name=since value="{e(raw.get("since") or "")}"> '
             f'until <input type=date name=until value="{e(raw.get("until") or "")}"> '
             '<button>Filter</button></form>')
@@ -79,13 +83,14 @@ def releases_page(data: dict[str, Any]) -> str:
         rows.append([
             e(short_time(r["created_at"])),
             f'<a class=release-link href="/releases/{quote(r["id"], safe="")}">{e(r["id"])}</a>',
-            e(f'{w["key"]} {(w["start"] or "")[:10]} #{w["seq"]}'), e(", ".join(r["stations"])), e(r["engine"]),
+            e(f'{w["key"]} {(w["start"] or "")[:10]} #{w["seq"]}'), e(r.get("feed") or ""),
+            e(", ".join(r["stations"])), e(r["engine"]),
             f'<span class=num>{e(r["k"])}</span>', e(fmt(r["l"])), e(fmt(r["information_loss"])),
             e(r["released"]), e(r["suppressed"]), e(r["held_back"]), e(r["state"])])
     query = urlencode({k: v for k, v in raw.items() if v})
     body = form + f'<p>{data["total"]} release(s)</p>' + table(
-        ["time (UTC)", "release", "window", "stations", "engine", "k", "ℓ", "info loss", "released", "suppressed",
-         "held back", "state"], rows, "releases")
+        ["time (UTC)", "release", "window", "feed", "stations", "engine", "k", "ℓ", "info loss", "released",
+         "suppressed", "held back", "state"], rows, "releases")
     return layout("Releases", body, "/api/releases" + (f"?{query}" if query else ""))
 
 
@@ -243,6 +248,9 @@ def health_page(h: dict[str, Any]) -> str:
     registry = [[e(r["station"]), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or ""),
                  f'<form class=inline method=post action="/api/registry/remove">{token_field()}'
                  f'<input type=hidden name=stations value="{e(r["station"])}"> <button>remove</button></form>']
+                if r.get("feed", "default") == "default" else  # another feed's registry: the CLI manages it
+                [e(f'{r["feed"]}/{r["station"]}'), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or ""),
+                 e(f'anonstream stations remove {r["station"]} --feed {r["feed"]}')]
                 for r in h.get("registry") or []]
     add = ('<form method=post action="/api/registry/add"><fieldset><legend>Register stations</legend>'
            f'{token_field()} <input name=stations placeholder="S1 S2 S3" required> '
@@ -251,7 +259,20 @@ def health_page(h: dict[str, Any]) -> str:
              "are accepted; removing a station keeps its pending reports. Also: anonstream stations "
              "add|list|remove</p>" + add
              + table(["station", "source", "added", "note", "control"], registry, "registry"))
+    body += _feeds_section(h.get("feeds") or [])
     return layout("Health", body, "/api/health")
+
+
+def _feeds_section(feeds: list[dict[str, Any]]) -> str:
+    """One row per feed (several feeds in one deployment): its pool, windows and releases."""
+    rows = [[f'<a href="/releases?feed={quote(f["feed"], safe="")}">{e(f["feed"])}</a>', e(f["pending"]),
+             e(_age(f["oldest_pending_age_s"])), e(f["released"]), e(f["suppressed"]), e(f["blocked"]),
+             e(f.get("dlq", 0)), e(json.dumps(f["windows"])), e(json.dumps(f["releases"])),
+             e(short_time(f["last_release_at"]))]
+            for f in feeds]
+    return ("<h2>Feeds</h2><p class=muted>each feed's own pool, windows and releases (docs/operations.md, "
+            "Several feeds)</p>" + table(["feed", "pending", "oldest pending", "released", "suppressed", "blocked",
+                                          "dead letters", "windows", "releases", "last release"], rows, "feeds"))
 
 
 def audit_page(rows: list[dict[str, Any]]) -> str:

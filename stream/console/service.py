@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from db import console_queries as q
+from db.feeds import feed_names, feed_of_release, feed_summary
 from db.session import Database
 from stream.console import analysis, controls, plots
 from stream.console.front import front_points, recompute_front
@@ -55,6 +56,7 @@ class ConsoleService(BrokerHealth):
         self.lag_cache_s = lag_cache_s
         self._schema: Any = None
         self._schema_loaded = False
+        self._feed_schemas: dict[str, Any] = {}  # spec -> schema of the other feeds' releases
         self._lag: tuple[float, dict[str, Any]] | None = None
         self._fronts: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -79,10 +81,37 @@ class ConsoleService(BrokerHealth):
             self._schema_loaded = True
         return self._schema
 
-    def _spec_info(self) -> tuple[list[str] | None, str | None, dict[str, float] | None]:
-        if self.schema is None:
+    def _feed_of(self, release_id: str) -> Settings:
+        """The settings of the feed a release belongs to (several feeds: stream/feeds.py)."""
+        if self.settings.pipelines is None:
+            return self.settings
+        from stream.feeds import feeds
+
+        with self._read() as s:
+            name = feed_of_release(s, release_id)
+        return next((f for f in feeds(self.settings) if f.feed == name), self.settings)
+
+    def _schema_of(self, release_id: str) -> Any:
+        """The spec of the release's feed (the console's own when it is the same)."""
+        spec = self._feed_of(release_id).spec
+        if spec == self.settings.spec:
+            return self.schema
+        with self._lock:
+            if spec not in self._feed_schemas:
+                from stream.io.specs import load_schema
+
+                try:
+                    self._feed_schemas[spec] = load_schema(spec)
+                except Exception as exc:  # the console still works from the stored columns
+                    log.warning("console: spec %s not loadable (%s)", spec, type(exc).__name__)
+                    self._feed_schemas[spec] = None
+            return self._feed_schemas[spec]
+
+    def _spec_info(self, schema: Any = None) -> tuple[list[str] | None, str | None, dict[str, float] | None]:
+        schema = schema if schema is not None else self.schema
+        if schema is None:
             return None, None, None
-        spec = self.schema.spec
+        spec = schema.spec
         sens = spec.sensitive
         return list(spec.qi_names), (sens.name if sens else None), (dict(sens.severity) if sens and sens.severity
                                                                     else None)
@@ -106,9 +135,10 @@ class ConsoleService(BrokerHealth):
         with self._read() as s:
             rows, total = q.list_releases(s, f)
             stations = q.known_stations(s)
-        return {"releases": rows, "total": total, "stations": stations,
+            feeds = feed_names(s)
+        return {"releases": rows, "total": total, "stations": stations, "feeds": feeds,
                 "filter": {"station": f.station, "since": f.since.isoformat() if f.since else None,
-                           "until": f.until.isoformat() if f.until else None, "engine": f.engine,
+                           "until": f.until.isoformat() if f.until else None, "engine": f.engine, "feed": f.feed,
                            "limit": f.limit, "offset": f.offset}}
 
     def release(self, release_id: str) -> dict[str, Any] | None:
@@ -117,7 +147,7 @@ class ConsoleService(BrokerHealth):
             recs = q.release_records(s, release_id) if detail else None
         if detail is None:
             return None
-        qis, sens, severity = self._spec_info()
+        qis, sens, severity = self._spec_info(self._schema_of(release_id))
         columns, rows = recs if recs else ([], [])
         detail["analysis"] = analysis.analyse(columns, rows, qis, sens, severity) if columns else None
         detail["per_attribute_loss"] = analysis.per_attribute_loss(detail.get("metrics"))
@@ -144,10 +174,10 @@ class ConsoleService(BrokerHealth):
             out = stored
         elif detail["engine"] not in FRONT_ENGINES:
             out = {"front": [], "source": "none", "note": f"engine {detail['engine']} has no front"}
-        elif self.schema is None:
+        elif (schema := self._schema_of(release_id)) is None:
             out = {"front": [], "source": "unavailable", "note": "the dataset spec could not be loaded"}
         else:
-            out = recompute_front(self.schema, sample, detail["engine"], detail["params"], int(detail["seed"]),
+            out = recompute_front(schema, sample, detail["engine"], detail["params"], int(detail["seed"]),
                                   detail.get("k"))
         out["points"] = front_points(out)
         with self._lock:
@@ -190,6 +220,7 @@ class ConsoleService(BrokerHealth):
             wcounts = q.window_counts(s)
             act = q.activity(s)
             registry = q.registered_stations(s)
+            per_feed = feed_summary(s, now)
         resub = q.resubmissions(counters)
         for station in sorted(set(resub) - {r["station"] for r in pool}):
             pool.append({"station": station, "pending": 0, "released": 0, "suppressed": 0, "blocked": 0,
@@ -223,6 +254,7 @@ class ConsoleService(BrokerHealth):
             "worker": self.worker_status(act),
             "controls": paused,
             "registry": registry,
+            "feeds": per_feed,
             "read_only": self.settings.operator_token is None,
         }
 
@@ -278,8 +310,8 @@ class ConsoleService(BrokerHealth):
             raise controls.ControlError("no such release", 404)
         if not self.settings.broker_url:
             raise controls.ControlError("no broker configured (ANONSTREAM_BROKER_URL / --broker)", 503)
-        qis, sens, _sev = self._spec_info()
-        result = reverify(self.settings.bootstrap_servers(), self.settings.topic_anonymized, detail, qis, sens,
-                          timeout_s=timeout_s)
+        qis, sens, _sev = self._spec_info(self._schema_of(release_id))
+        result = reverify(self.settings.bootstrap_servers(), self._feed_of(release_id).topic_anonymized, detail, qis,
+                          sens, timeout_s=timeout_s)
         controls.record_reverification(self.db, result, actor)
         return result

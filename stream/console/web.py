@@ -104,6 +104,7 @@ def _release_filter(request: web.Request) -> ReleaseFilter:
         raise ControlError("limit and offset must be integers", 400) from None
     return ReleaseFilter(station=qs.get("station") or None, since=parse_when(qs.get("since")),
                          until=parse_when(qs.get("until"), end_of_day=True), engine=qs.get("engine") or None,
+                         feed=qs.get("feed") or None,
                          limit=limit, offset=offset)
 
 
@@ -113,7 +114,7 @@ async def api_releases(request: web.Request) -> web.Response:
 
 async def page_releases(request: web.Request) -> web.Response:
     data = await _call(request, _svc(request).releases, _release_filter(request))
-    data["query"] = {k: request.query.get(k, "") for k in ("station", "since", "until")}
+    data["query"] = {k: request.query.get(k, "") for k in ("station", "since", "until", "feed")}
     return web.Response(text=pages.releases_page(data), content_type="text/html")
 
 
