@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from stream.settings import Settings, load_settings
@@ -34,8 +35,17 @@ simulated police stations pushing one generated day of crime reports. Each relea
 its manifest arrives; the demo exits 0 once every pushed report is accounted for (released,
 suppressed, deduplicated or dead-lettered) and every release is published.
 
+Every release is also written, as an analyst's `anonstream consume` would, into var/demo/releases
+(emptied at the start of each demo; --out to choose another folder, which is kept) as Parquet with
+its manifest and codebook. Load them in Python:
+
+  from stream.dataset import read_releases
+  df = read_releases("var/demo/releases")
+  df.groupby(["age_lo", "age_hi"]).size()
+  df.groupby("suburb_region")["offence"].value_counts()
+
 Example:
-  anonstream demo --stations 3 --reports 2000 --out var/demo/releases
+  anonstream demo --stations 3 --reports 2000 --format csv --out my-releases
 """
 
 
@@ -141,12 +151,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
     _quiet(args)
     from db import Database, ReleaseRepository
     from stream.broker import free_port
-    from stream.consumer import follow_releases, write_release_csv
+    from stream.consumer import follow_releases
+    from stream.export import write_release
     from stream.producer import make_producer
     from stream.runtime import embedded, spawn_worker, stop_process
     from stream.simulate import bad_reports, generate_day, push_day
 
     settings = _demo_settings(args)
+    out_dir = Path(args.out) if args.out else settings.data_dir / "releases"
+    if not args.out:  # the demo's own folder holds this run's releases only
+        shutil.rmtree(out_dir, ignore_errors=True)
     day = datetime.fromisoformat(args.day).replace(tzinfo=UTC)
     started = time.monotonic()
     with embedded(settings) as ready:
@@ -159,10 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         def on_release(manifest: dict[str, Any], records: list[dict[str, Any]]) -> None:
             _print_release(manifest, records)
             printed.append(manifest["release_id"])
-            if args.out:
-                from pathlib import Path
-
-                write_release_csv(Path(args.out), manifest, records)
+            write_release(out_dir, manifest, records, args.format)
 
         from stream.settings import secret_value
         from stream.signing import consumer_public_key
@@ -207,6 +218,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             reasons = s.execute(select(Counter.reason, Counter.count).where(Counter.kind == "dlq")).all()
         print("demo: dead-lettered: " + ", ".join(f"{n} {r}" for r, n in sorted(reasons)), flush=True)
     print(f"demo: {len(printed)} release(s) in {time.monotonic() - started:.1f}s; {summary}", flush=True)
+    if printed:
+        print(f"demo: releases written to {out_dir} ({args.format}, with manifests and codebooks); load them with\n"
+              f"  python -c 'from stream.dataset import read_releases; "
+              f"print(read_releases(\"{out_dir}\").groupby(\"suburb_region\").size())'", flush=True)
     if not ok:
         print(f"error: demo did not finish within {args.timeout:.0f}s", file=sys.stderr)
         return 1
@@ -247,8 +262,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     d.add_argument("--idle-timeout", type=float, default=3.0, help="close windows after this many idle seconds")
     d.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds (exit 1)")
-    d.add_argument("--out", help="also write each release as CSV into this folder")
-    d.add_argument("--clean", action="store_true", help="delete the demo's database afterwards")
+    d.add_argument("--out", help="write each release into this folder (default var/demo/releases, emptied first)")
+    d.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet",
+                   help="file format of the releases written (default parquet: typed columns)")
+    d.add_argument("--clean", action="store_true", help="delete the demo's database (and default releases folder) "
+                   "afterwards")
     d.set_defaults(func=cmd_demo)
 
     m = sub.add_parser("migrate", help="upgrade the ledger database (or check / downgrade it)")
