@@ -41,9 +41,10 @@ from db import (
     StoredRelease,
     WindowPolicy,
 )
-from db.ledger import carry_duplicates, due_windows, event_span
 from db.models import Window
+from db.window_state import carry_duplicates, due_windows, event_span
 from stream.faults import crash_at
+from stream.link_guard import eligible
 from stream.manifest import build_manifest, release_counts
 from stream.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.release_risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
@@ -177,40 +178,8 @@ class Orchestrator:
         return None
 
     def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int], dict[tuple[str, str], int]]:
-        """Apply the linking guard: (eligible candidates, blocked pool ids, blocked per (station, rule)).
-
-        ``report``: the report fingerprint was released; ``content``: also the content fingerprint was
-        released, or an earlier candidate of this window has it (one copy is kept); ``person``: also the
-        person was released. See docs/privacy.md for what each rule stops.
-        """
-        guard = self.settings.link_guard
-        if guard == "off" or not cands:
-            return cands, [], {}
-        seen = self.repo.released_reports([c.fingerprint for c in cands])
-        contents: set[str] = set()
-        persons: set[str] = set()
-        if guard in ("content", "person"):
-            contents = self.repo.released_contents(sorted({c.content_fp for c in cands if c.content_fp}))
-        if guard == "person":
-            persons = self.repo.released_persons(sorted({c.person_fp for c in cands if c.person_fp}))
-        ok, blocked = [], []
-        by: dict[tuple[str, str], int] = {}
-        for c in cands:
-            rule = None
-            if c.fingerprint in seen:
-                rule = "report"
-            elif guard != "report" and c.content_fp is not None and c.content_fp in contents:
-                rule = "content"
-            elif c.person_fp is not None and c.person_fp in persons:
-                rule = "person"
-            if rule is None:
-                ok.append(c)
-                if guard != "report" and c.content_fp is not None:
-                    contents.add(c.content_fp)  # a second copy in this window is blocked too
-            else:
-                blocked.append(c.pool_id)
-                by[(c.station_id, rule)] = by.get((c.station_id, rule), 0) + 1
-        return ok, blocked, by
+        """The linking guard (:func:`stream.link_guard.eligible`) with this worker's setting."""
+        return eligible(self.repo, self.settings.link_guard, cands)
 
     def _release(self, window: Window, now: datetime, on_verified: Callable[[], None] | None = None) -> str | None:
         s = self.settings

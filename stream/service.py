@@ -31,6 +31,7 @@ from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.faults import crash_at
 from stream.guards import Limits
+from stream.heartbeat import Heartbeat
 from stream.leases import LeaseKeeper
 from stream.logs import ctx
 from stream.metrics import WorkerMetrics
@@ -89,12 +90,11 @@ class WorkerService:
         self._wake = asyncio.Event()  # set when a release slot frees up
         self._computing = 0  # of those, windows still sampling / anonymizing / verifying: the release slots
         self._tasks: set[asyncio.Future[None]] = set()
-        self._last_beat = 0.0
-        self._unsaved_partitions: list[int] | None = None  # assigned during a database outage: beat them later
         self._warm_up: asyncio.Future[None] | None = None  # the engine's first run, on the first batch
         self._retry_at: dict[str, tuple[float, int]] = {}  # window -> (not before, failures) after a failure
         self.failures = FailureLog(log, on_failure=self.metrics.failure)
         self.leases = LeaseKeeper(self.repo, self.worker, settings.claim_lease_s, self.failures)
+        self.heartbeat = Heartbeat(db, self.worker, self.stats, self.failures)
         self._closing = self.leases.closing  # windows this worker is closing now (until published)
 
     # --- ingest ------------------------------------------------------------------------------------
@@ -150,30 +150,10 @@ class WorkerService:
                 delay = min(delay * 2, 5.0)
 
     async def record_partitions(self, partitions: list[int]) -> None:
-        from db.status import heartbeat
-
-        log.info("assigned input partitions %s", sorted(partitions))
-        try:  # a rebalance during a database outage must not crash the worker: the next beat records them
-            await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, dict(self.stats))
-        except Exception as exc:
-            self._unsaved_partitions = partitions
-            self.failures.failed("heartbeat", exc, "heartbeat write failed; retrying at the next tick")
-            return
-        self.failures.recovered("heartbeat")
-        self._last_beat = time.monotonic()
+        await self.heartbeat.assigned(partitions)
 
     async def _beat(self) -> None:
-        from db.status import heartbeat
-
-        if time.monotonic() - self._last_beat >= 5.0:
-            self._last_beat = time.monotonic()
-            parts, self._unsaved_partitions = self._unsaved_partitions, None
-            try:
-                await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), parts, dict(self.stats))
-            except Exception:
-                self._unsaved_partitions = self._unsaved_partitions or parts
-                raise
-            self.failures.recovered("heartbeat")
+        await self.heartbeat.beat()
 
     # --- windows and releases ----------------------------------------------------------------------
     async def tick(self, send: SendFn) -> list[str]:

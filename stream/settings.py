@@ -17,21 +17,28 @@ logs or reprs.
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import AnonymizationError, ParamsError
+from stream.secret_settings import (
+    ENV_PREFIX,
+    SECRET_FIELDS,
+    FileSettings,
+    check_production_secrets,
+    secret_value,
+    weak_key,
+    with_password,
+)
 
-ENV_PREFIX = "ANONSTREAM_"
-SECRET_FIELDS = ("fingerprint_key", "operator_token", "database_password", "signing_key")
+__all__ = ["ENV_PREFIX", "REQUIRED_IN_PRODUCTION", "SECRET_FIELDS", "Settings", "load_settings", "secret_value",
+           "weak_key"]
+
 REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key", "signing_key")
-MIN_TOKEN_CHARS = 24
-GENERATE_HINT = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
 
 
 class Settings(BaseSettings):
@@ -148,7 +155,7 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any, env_settings: Any,
                                    dotenv_settings: Any, file_secret_settings: Any) -> tuple[Any, ...]:
-        return init_settings, env_settings, _FileSettings(settings_cls), dotenv_settings, file_secret_settings
+        return init_settings, env_settings, FileSettings(settings_cls), dotenv_settings, file_secret_settings
 
     @model_validator(mode="after")
     def _production_secrets(self) -> Settings:
@@ -157,24 +164,8 @@ class Settings(BaseSettings):
         return self
 
     def check_production(self) -> None:
-        missing = [f"{ENV_PREFIX}{n.upper()}" for n in REQUIRED_IN_PRODUCTION if getattr(self, n) in (None, "")]
-        if missing:
-            raise ParamsError(f"production mode needs {', '.join(missing)} to be set ({GENERATE_HINT})",
-                              reason="missing-setting")
-        weak = []
-        for name in ("fingerprint_key", "signing_key"):
-            why = weak_key(secret_value(getattr(self, name)) or "")
-            if why:
-                weak.append(f"{ENV_PREFIX}{name.upper()} {why}")
-        signing = secret_value(self.signing_key) or ""
-        if not weak and not (len(signing) == 64 and all(c in "0123456789abcdefABCDEF" for c in signing)):
-            weak.append(f"{ENV_PREFIX}SIGNING_KEY must be 64 hex digits (an Ed25519 seed)")
-        token = secret_value(self.operator_token)
-        if token is not None and len(token) < MIN_TOKEN_CHARS:
-            weak.append(f"{ENV_PREFIX}OPERATOR_TOKEN is shorter than {MIN_TOKEN_CHARS} characters")
-        if weak:
-            raise ParamsError(f"production mode refuses weak secrets: {'; '.join(weak)} ({GENERATE_HINT})",
-                              reason="weak-secret")
+        """Every setting production needs is set, and no secret is weak (one error line naming them all)."""
+        check_production_secrets(self, REQUIRED_IN_PRODUCTION)
 
     # --- derived values ----------------------------------------------------------------------------
     @property
@@ -183,7 +174,7 @@ class Settings(BaseSettings):
 
     def db_url(self) -> str:
         if self.database_url:
-            return _with_password(self.database_url, self.database_password)
+            return with_password(self.database_url, self.database_password)
         return f"sqlite:///{(self.data_dir / 'anonstream.db').resolve()}"
 
     def bootstrap_servers(self) -> list[str]:
@@ -258,64 +249,6 @@ class Settings(BaseSettings):
                 value = json.dumps(list(value) if isinstance(value, tuple) else value)
             out[f"{ENV_PREFIX}{name.upper()}"] = str(value)
         return out
-
-
-class _FileSettings(PydanticBaseSettingsSource):
-    """``ANONSTREAM_<FIELD>_FILE=/run/secrets/x``: the field's value is that file's content, stripped
-    (Docker and Kubernetes secrets). A variable set directly wins over its ``_FILE`` form."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in self.settings_cls.model_fields:
-            var = f"{ENV_PREFIX}{name.upper()}_FILE"
-            path = os.environ.get(var)
-            if not path:
-                continue
-            try:
-                out[name] = Path(path).read_text().strip()
-            except OSError as exc:
-                raise ParamsError(f"{var}: cannot read {path} ({exc.strerror})", reason="invalid-setting") from None
-        return out
-
-
-def _with_password(url: str, password: SecretStr | None) -> str:
-    """``url`` with ``password`` filled in when the URL carries none."""
-    if password is None or not password.get_secret_value():
-        return url
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.password:
-        return url
-    return parsed.set(password=password.get_secret_value()).render_as_string(hide_password=False)
-
-
-def weak_key(text: str) -> str | None:
-    """Why ``text`` is not a key of at least 32 random bytes (64+ hex digits, or base64), None if it is."""
-    raw: bytes | None = None
-    if len(text) >= 64 and all(c in "0123456789abcdefABCDEF" for c in text):
-        raw = bytes.fromhex(text[: len(text) // 2 * 2])
-    else:
-        import base64
-        import binascii
-
-        try:
-            raw = base64.b64decode(text.replace("-", "+").replace("_", "/") + "=" * (-len(text) % 4), validate=True)
-        except (binascii.Error, ValueError):
-            raw = None
-    if raw is None or len(raw) < 32:
-        return "is not 32 random bytes (64 hex digits or base64)"
-    if len(set(raw)) < 16:  # 32 random bytes have about 30 distinct values; fewer than 16 is not random
-        return "is not random (too few distinct bytes)"
-    return None
-
-
-def secret_value(secret: SecretStr | None) -> str | None:
-    """The value of a secret setting, None when unset or empty."""
-    return secret.get_secret_value() or None if secret is not None else None
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -19,6 +19,7 @@ from db import console_queries as q
 from db.feeds import feed_names, feed_of_release, feed_summary
 from db.session import Database
 from stream.console import analysis, controls, plots
+from stream.console.control_service import ConsoleControls
 from stream.console.front import front_points, recompute_front
 from stream.console.health import BrokerHealth
 from stream.console.redact import scrub
@@ -45,7 +46,7 @@ def parse_when(text: str | None, end_of_day: bool = False) -> datetime | None:
                                     400) from None
 
 
-class ConsoleService(BrokerHealth):
+class ConsoleService(BrokerHealth, ConsoleControls):
     def __init__(self, settings: Settings, db: Database | None = None, *,
                  status_provider: Callable[[], dict[str, Any]] | None = None,
                  broker_timeout_s: float = 8.0, lag_cache_s: float = 5.0) -> None:
@@ -285,33 +286,3 @@ class ConsoleService(BrokerHealth):
         if isinstance(detail, list):
             return [self._scrub_detail(v, free) for v in detail]
         return scrub(detail, self.scrub_words()) if free and isinstance(detail, str) else detail
-
-    # --- controls ------------------------------------------------------------------------------------
-    def pause(self, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
-        return controls.set_paused(self.db, station, paused, actor, note)
-
-    def register(self, stations: str, actor: str, note: str | None = None) -> dict[str, Any]:
-        return controls.register_stations(self.db, stations, actor, note)
-
-    def unregister(self, stations: str, actor: str) -> dict[str, Any]:
-        return controls.unregister_stations(self.db, stations, actor)
-
-    def release_window(self, window_id: str, actor: str, mode: str = "retry",
-                       note: str | None = None) -> dict[str, Any]:
-        return controls.release_held_window(self.db, window_id, actor, mode, note,  # type: ignore[arg-type]
-                                            self.scrub_words())
-
-    def reverify(self, release_id: str, actor: str, timeout_s: float = 30.0) -> dict[str, Any]:
-        from stream.console.reverify import reverify
-
-        with self._read() as s:
-            detail = q.release_detail(s, release_id)
-        if detail is None:
-            raise controls.ControlError("no such release", 404)
-        if not self.settings.broker_url:
-            raise controls.ControlError("no broker configured (ANONSTREAM_BROKER_URL / --broker)", 503)
-        qis, sens, _sev = self._spec_info(self._schema_of(release_id))
-        result = reverify(self.settings.bootstrap_servers(), self._feed_of(release_id).topic_anonymized, detail, qis,
-                          sens, timeout_s=timeout_s)
-        controls.record_reverification(self.db, result, actor)
-        return result

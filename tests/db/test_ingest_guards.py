@@ -74,8 +74,8 @@ def test_first_sight_registers_and_registered_mode_refuses(ledger_db) -> None:  
 
 
 def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db) -> None:  # type: ignore[no-untyped-def]
-    from db.ledger import carry_duplicates, event_span
     from db.models import PendingReport, Window
+    from db.window_state import carry_duplicates, event_span
 
     t0 = datetime(2024, 3, 1, 8, tzinfo=UTC)
     pool = PoolRepository(ledger_db, WindowPolicy())

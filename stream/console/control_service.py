@@ -1,0 +1,48 @@
+"""The console service's controls (:class:`ConsoleControls`, mixed into
+:class:`stream.console.service.ConsoleService`): each one applies a :mod:`stream.console.controls`
+transaction, or re-verifies a release from the output topic, for the web layer's ``POST`` routes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from db import console_queries as q
+from stream.console import controls
+
+
+class ConsoleControls:
+    """Operator controls; expects the service's ``db``, ``settings``, ``_read``, ``scrub_words``,
+    ``_spec_info``, ``_schema_of`` and ``_feed_of``."""
+
+    db: Any
+    settings: Any
+
+    def pause(self, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
+        return controls.set_paused(self.db, station, paused, actor, note)
+
+    def register(self, stations: str, actor: str, note: str | None = None) -> dict[str, Any]:
+        return controls.register_stations(self.db, stations, actor, note)
+
+    def unregister(self, stations: str, actor: str) -> dict[str, Any]:
+        return controls.unregister_stations(self.db, stations, actor)
+
+    def release_window(self, window_id: str, actor: str, mode: str = "retry",
+                       note: str | None = None) -> dict[str, Any]:
+        return controls.release_held_window(self.db, window_id, actor, mode, note,  # type: ignore[arg-type]
+                                            self.scrub_words())
+
+    def reverify(self, release_id: str, actor: str, timeout_s: float = 30.0) -> dict[str, Any]:
+        from stream.console.reverify import reverify
+
+        with self._read() as s:
+            detail = q.release_detail(s, release_id)
+        if detail is None:
+            raise controls.ControlError("no such release", 404)
+        if not self.settings.broker_url:
+            raise controls.ControlError("no broker configured (ANONSTREAM_BROKER_URL / --broker)", 503)
+        qis, sens, _sev = self._spec_info(self._schema_of(release_id))
+        result = reverify(self.settings.bootstrap_servers(), self._feed_of(release_id).topic_anonymized, detail, qis,
+                          sens, timeout_s=timeout_s)
+        controls.record_reverification(self.db, result, actor)
+        return result
