@@ -7,6 +7,7 @@ real orchestrator (in-process), the bundled crime spec.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,33 +21,44 @@ from db.models import Counter, PendingReport, Release
 from stream.io.specs import load_schema
 from stream.release import Orchestrator, window_policy
 from stream.settings import Settings
-from stream.validate import Clean, ReportValidator, to_incoming
-from tests.stream.reports import DAY, day_of_reports, spec_ref
+from stream.validate import ReportValidator
+from tests.stream.reports import DAY, day_of_reports, ingest_reports, spec_ref
 
 pytestmark = [pytest.mark.postgres]
 KEY = "accounting-test-key-0123456789abcdef"
 PERSON = ("name", "dob", "age", "sex", "suburb", "postcode")
 
 
-def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    url = pg.create_database("acct")
+@dataclass
+class Ledger:
+    """A migrated PostgreSQL ledger with the real pool, validator and orchestrator for one test."""
+
+    settings: Settings
+    db: Database
+    pool: PoolRepository
+    validator: ReportValidator
+    orch: Orchestrator
+
+    def ingest(self, rows: list[dict[str, Any]], at: datetime) -> Any:
+        """Validate ``rows`` (all must be valid) and write them to the pool."""
+        return ingest_reports(self.settings, self.pool, rows, at, KEY.encode(), validator=self.validator)
+
+
+def _ledger(pg: Any, tmp_path: Path, name: str, **values: Any) -> Ledger:
+    url = pg.create_database(name)
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), link_guard="person", k=5,
-                        fingerprint_key=KEY, idle_timeout_s=1.0, window_max_reports=10_000)
+    settings = Settings(**{"database_url": url, "data_dir": tmp_path, "spec": spec_ref(), "k": 5,
+                           "fingerprint_key": KEY, "idle_timeout_s": 1.0, **values})
     schema = load_schema(settings.spec)
     db = Database(url)
-    pool = PoolRepository(db, window_policy(settings), settings.station_check())
-    validator = ReportValidator(schema, settings.person_columns)
-    orch = Orchestrator(settings, db, schema, "accounting-test")
-    now = datetime(2024, 3, 10, tzinfo=UTC)
+    return Ledger(settings, db, PoolRepository(db, window_policy(settings), settings.station_check()),
+                  ReportValidator(schema, settings.person_columns), Orchestrator(settings, db, schema, name))
 
-    def ingest(rows: list[dict[str, Any]], at: datetime) -> Any:
-        incoming = []
-        for r in rows:
-            clean = validator.check(r, at)
-            assert isinstance(clean, Clean), clean
-            incoming.append(to_incoming(clean, KEY.encode(), settings.window_key_for("S1"), True))
-        return pool.ingest(incoming, [], at)
+
+def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    led = _ledger(pg, tmp_path, "acct", link_guard="person", window_max_reports=10_000)
+    db, orch, ingest = led.db, led.orch, led.ingest
+    now = datetime(2024, 3, 10, tzinfo=UTC)
 
     try:
         day1 = day_of_reports(1, 40, seed=31)["S1"]
@@ -96,22 +108,9 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
     """Held-back reports are counted again as ``carried_in`` by the next manifest; duplicates that arrive
     when their key has no open window are counted by the key's next release. Summed over manifests,
     ``received - carried_in`` + never-considered pending = accepted, and every duplicate is in a manifest."""
-    url = pg.create_database("acct_sample")
-    migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), link_guard="report", k=5,
-                        fingerprint_key=KEY, idle_timeout_s=1.0, sample_policy="fraction", sample_fraction=0.5)
-    schema = load_schema(settings.spec)
-    db = Database(url)
-    pool = PoolRepository(db, window_policy(settings), settings.station_check())
-    validator = ReportValidator(schema, settings.person_columns)
-    orch = Orchestrator(settings, db, schema, "accounting-sample")
+    led = _ledger(pg, tmp_path, "acct_sample", link_guard="report", sample_policy="fraction", sample_fraction=0.5)
+    db, orch, settings, ingest = led.db, led.orch, led.settings, led.ingest
     now = datetime(2024, 3, 10, tzinfo=UTC)
-
-    def ingest(rows: list[dict[str, Any]], at: datetime) -> Any:
-        incoming = [to_incoming(c, KEY.encode(), settings.window_key_for("S1"), True)
-                    for c in (validator.check(r, at) for r in rows) if isinstance(c, Clean)]
-        assert len(incoming) == len(rows)
-        return pool.ingest(incoming, [], at)
 
     try:
         accepted = 0
@@ -162,15 +161,8 @@ def test_reports_dropped_for_missing_values_are_counted_in_the_manifest(pg, tmp_
     spec = tmp_path / "crime-drop.toml"
     text = (Path(__file__).resolve().parents[2] / "stream" / "specs" / "crime.toml").read_text()
     spec.write_text(text.replace("[input]\n", '[input]\non_missing = "drop"\n', 1))
-    url = pg.create_database("acct_drop")
-    migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=str(spec), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0)
-    schema = load_schema(settings.spec)
-    db = Database(url)
-    pool = PoolRepository(db, window_policy(settings), settings.station_check())
-    validator = ReportValidator(schema, settings.person_columns)
-    orch = Orchestrator(settings, db, schema, "accounting-drop")
+    led = _ledger(pg, tmp_path, "acct_drop", spec=str(spec))
+    db, orch, settings, validator, pool = led.db, led.orch, led.settings, led.validator, led.pool
     now = datetime(2024, 3, 10, tzinfo=UTC)
 
     def push(rows: list[dict[str, Any]], at: datetime, missing: int) -> None:

@@ -15,21 +15,14 @@ from db.models import PendingReport, Release, ReleasedFingerprint
 from stream.io.specs import load_schema
 from stream.release import Orchestrator, window_policy
 from stream.settings import Settings
-from stream.validate import Clean, ReportValidator, to_incoming
-from tests.stream.reports import day_of_reports, spec_ref
+from tests.stream.reports import day_of_reports, ingest_reports, spec_ref
 
 pytestmark = [pytest.mark.postgres]
 KEY = "content-guard-test-key"
 
 
 def _ingest(settings: Settings, pool: PoolRepository, reports: list[dict[str, Any]], now: datetime) -> None:
-    validator = ReportValidator(load_schema(settings.spec), settings.person_columns)
-    incoming = []
-    for r in reports:
-        clean = validator.check(r)
-        assert isinstance(clean, Clean)
-        incoming.append(to_incoming(clean, KEY.encode(), settings.window_key_for(clean.station_id), True))
-    pool.ingest(incoming, [], now)
+    ingest_reports(settings, pool, reports, now, KEY.encode())
 
 
 def _rekeyed(reports: list[dict[str, Any]], station: str) -> list[dict[str, Any]]:

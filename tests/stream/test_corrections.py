@@ -19,21 +19,14 @@ from stream.io.specs import load_schema
 from stream.records import fingerprint
 from stream.release import Orchestrator, window_policy
 from stream.settings import Settings
-from stream.validate import Clean, ReportValidator, to_incoming
-from tests.stream.reports import day_of_reports, spec_ref
+from tests.stream.reports import day_of_reports, ingest_reports, spec_ref
 
 pytestmark = [pytest.mark.postgres]
 KEY = "corrections-test-key"
 
 
 def _ingest(settings: Settings, pool: PoolRepository, reports: list[dict[str, Any]], now: datetime) -> IngestResult:
-    validator = ReportValidator(load_schema(settings.spec), settings.person_columns)
-    incoming = []
-    for r in reports:
-        clean = validator.check(dict(r))
-        assert isinstance(clean, Clean)
-        incoming.append(to_incoming(clean, KEY.encode(), settings.window_key_for(clean.station_id), True))
-    return pool.ingest(incoming, [], now)
+    return ingest_reports(settings, pool, reports, now, KEY.encode())
 
 
 def _other(value: str, values: list[str]) -> str:

@@ -19,8 +19,7 @@ from stream.io.specs import load_schema
 from stream.records import Manifest
 from stream.release import Orchestrator, window_policy
 from stream.settings import Settings
-from stream.validate import Clean, ReportValidator, to_incoming
-from tests.stream.reports import day_of_reports, spec_ref
+from tests.stream.reports import day_of_reports, ingest_reports, spec_ref
 
 KEY = "reproducible-release-test-key"
 SIGNING = "11" * 32
@@ -39,13 +38,7 @@ def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]]) -> tupl
                         signing_key=SIGNING, idle_timeout_s=1.0, engine=engine, sample_seed=11, **ENGINES[engine])
     db = Database(url)
     try:
-        validator = ReportValidator(load_schema(settings.spec), settings.person_columns)
-        incoming = []
-        for r in reports:
-            clean = validator.check(r)
-            assert isinstance(clean, Clean)
-            incoming.append(to_incoming(clean, KEY.encode(), settings.window_key_for(clean.station_id), True))
-        PoolRepository(db, window_policy(settings)).ingest(incoming, [], NOW)
+        ingest_reports(settings, PoolRepository(db, window_policy(settings)), reports, NOW, KEY.encode())
         orch = Orchestrator(settings, db, load_schema(settings.spec), "repro-test", keep_encoded=True)
         (rid,) = orch.close_due(NOW + timedelta(minutes=5))
         encoded = orch.take_encoded(rid)
