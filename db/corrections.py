@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from db.models import PendingReport, Window
+from db.window_state import utc
 
 if TYPE_CHECKING:
     from db.ledger import IncomingReport
@@ -48,6 +49,17 @@ class Versions:
     reused: list[int] = field(default_factory=list)  # indices: same id, another event time (dead-lettered)
 
 
+def version_kind(known: tuple[str, datetime] | None, content_hash: str, event_time: datetime) -> str:
+    """What a report is against the version the ledger knows (content hash, event time): ``new``,
+    ``duplicate`` (same content), ``correction`` (same event, other content) or ``reused`` (same id,
+    another event: dead-lettered as ``report-id-reused``)."""
+    if known is None:
+        return "new"
+    if known[0] == content_hash:
+        return "duplicate"
+    return "correction" if known[1] == event_time else "reused"
+
+
 def sort_versions(s: Session, candidates: list[tuple[int, IncomingReport]]) -> Versions:
     """Sort ``(index, report)`` pairs: new reports, duplicates, corrections and reused ids. A correction
     of a report first seen in the same batch replaces it before it is inserted."""
@@ -61,14 +73,14 @@ def sort_versions(s: Session, candidates: list[tuple[int, IncomingReport]]) -> V
     fresh_at: dict[str, int] = {}  # fingerprint -> its place in ``out.fresh``
     latest: dict[str, tuple[str, datetime]] = {}  # this batch's last accepted version of each report
     for i, r in candidates:
-        seen = latest.get(r.fingerprint) or known.get(r.fingerprint)
-        if seen is None:
+        kind = version_kind(latest.get(r.fingerprint) or known.get(r.fingerprint), r.content_hash, r.event_time)
+        if kind == "new":
             fresh_at[r.fingerprint] = len(out.fresh)
             out.fresh.append((i, r))
-        elif seen[0] == r.content_hash:
+        elif kind == "duplicate":
             out.repeats.append((r, "duplicate"))
             continue
-        elif seen[1] == r.event_time:  # a correction: the newest version is the one kept
+        elif kind == "correction":  # the newest version is the one kept
             out.repeats.append((r, "correction"))
             if r.fingerprint in fresh_at:
                 out.fresh[fresh_at[r.fingerprint]] = (out.fresh[fresh_at[r.fingerprint]][0], r)
@@ -121,20 +133,12 @@ def preview(s: Session, reports: list[tuple[str, str, datetime]]) -> Counter[str
                                 PendingReport.state, Window.state)
                          .join(Window, PendingReport.window_id == Window.id)
                          .where(PendingReport.fingerprint.in_(fps[j:j + _CHUNK]))).tuples().all()
-        known.update({fp: (h, _utc(t), st, wst) for fp, h, t, st, wst in rows})
+        known.update({fp: (h, utc(t), st, wst) for fp, h, t, st, wst in rows})
     out: Counter[str] = Counter()
     for fp, content_hash, event_time in reports:
         seen = known.get(fp)
-        if seen is None:
-            out["new"] += 1
-        elif seen[0] == content_hash:
-            out["duplicate"] += 1
-        elif seen[1] != event_time:
-            out["reused"] += 1
-        else:
-            out[REPLACED if seen[2] == "pending" and seen[3] != "closing" else RELEASED] += 1
+        kind = version_kind(seen[:2] if seen else None, content_hash, event_time)
+        if kind == "correction" and seen is not None:
+            kind = REPLACED if seen[2] == "pending" and seen[3] != "closing" else RELEASED
+        out[kind] += 1
     return out
-
-
-def _utc(t: datetime) -> datetime:
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)

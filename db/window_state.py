@@ -50,13 +50,13 @@ def event_span(db: Database, pool_ids: list[int]) -> tuple[datetime | None, date
             lo, hi = s.execute(select(func.min(PendingReport.event_time), func.max(PendingReport.event_time))
                                .where(PendingReport.id.in_(pool_ids[i:i + 1000]))).one()
             if lo is not None:
-                lo, hi = _utc(lo), _utc(hi)
+                lo, hi = utc(lo), utc(hi)
                 first = lo if first is None or lo < first else first
                 last = hi if last is None or hi > last else last
     return first, last
 
 
-def _utc(t: datetime) -> datetime:
+def utc(t: datetime) -> datetime:
     """Aggregates bypass the column type on SQLite (naive or text): back to aware UTC."""
     if isinstance(t, str):
         t = datetime.fromisoformat(t)

@@ -8,11 +8,10 @@ The consumer calls :func:`write_codebook` after a release has been verified and 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-_RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # the consumer's allow-list of release ids
+from stream.release_ids import valid_release_id
 
 
 def _cell(value: Any) -> str:
@@ -52,7 +51,7 @@ def write_codebook(out_dir: Path | str, release_id: str, manifest: dict[str, Any
     Writes nothing (returns ``[]``) for a manifest without a codebook (releases made before it existed).
     Raises ValueError for a release id outside the allow-listed alphabet (a file name is never a path).
     """
-    if not isinstance(release_id, str) or not _RELEASE_ID.fullmatch(release_id):
+    if valid_release_id(release_id) is None:
         raise ValueError("release id outside the allowed alphabet")
     codebook = manifest.get("codebook")
     if not isinstance(codebook, dict):

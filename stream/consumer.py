@@ -27,8 +27,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.export import write_release
-from stream.export.ids import valid_release_id
 from stream.records import checksum
+from stream.release_ids import valid_release_id
 from stream.signing import verify_manifest
 
 log = logging.getLogger(__name__)

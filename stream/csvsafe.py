@@ -23,6 +23,13 @@ def neutralize(value: Any) -> Any:
     return value
 
 
+def unneutralize(value: Any) -> Any:
+    """Undo :func:`neutralize` on a cell read back from CSV (``'=x`` -> ``=x``; other text unchanged)."""
+    if isinstance(value, str) and value.startswith("'") and value[1:].startswith(DANGEROUS):
+        return value[1:]
+    return value
+
+
 def neutralize_row(values: Iterable[Any], raw: Iterable[bool] | None = None) -> list[Any]:
     """A row of cells, each neutralized unless its ``raw`` flag is set."""
     flags = list(raw) if raw is not None else None

@@ -21,17 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from stream.csvsafe import DANGEROUS
+from stream.csvsafe import unneutralize
 from stream.export import FORMATS
-from stream.export.ids import valid_release_id
 from stream.export.types import typed_column, typed_frame
-
-
-def _unneutralize(value: object) -> object:
-    """Undo :func:`stream.csvsafe.neutralize` (a leading ``'`` before formula-like text)."""
-    if isinstance(value, str) and value.startswith("'") and value[1:].startswith(DANGEROUS):
-        return value[1:]
-    return value
+from stream.release_ids import valid_release_id
 
 
 def _read_one(path: Path, fmt: str) -> pd.DataFrame:
@@ -46,7 +39,7 @@ def _read_one(path: Path, fmt: str) -> pd.DataFrame:
     for c in frame.columns:
         quoted = frame[c].str.startswith("'", na=False)
         if quoted.any():
-            frame.loc[quoted, c] = frame.loc[quoted, c].map(_unneutralize)
+            frame.loc[quoted, c] = frame.loc[quoted, c].map(unneutralize)
     return typed_frame(frame, from_text=True)
 
 

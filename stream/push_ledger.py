@@ -52,10 +52,10 @@ class LedgerPreview:
 
     def __call__(self, cleans: list[Any]) -> None:
         from db.corrections import preview
-        from stream.records import content_hash, fingerprint
+        from stream.validate import to_incoming
 
-        items = [(fingerprint(self.key, c.station_id, c.report_id),
-                  content_hash({"t": c.event_time.isoformat(), **c.data}), c.event_time) for c in cleans]
+        incoming = [to_incoming(c, self.key, self.settings.window_key_for(c.station_id), False) for c in cleans]
+        items = [(r.fingerprint, r.content_hash, r.event_time) for r in incoming]  # exactly as the worker keys them
         with self.db.read() as s:
             self.counts += preview(s, items)
 

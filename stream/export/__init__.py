@@ -21,9 +21,9 @@ from typing import Any
 
 from stream.codebook import write_codebook
 from stream.export.csvfile import write_csv
-from stream.export.ids import valid_release_id
 from stream.export.jsonl import write_jsonl
 from stream.export.parquet import write_parquet
+from stream.release_ids import valid_release_id
 
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
