@@ -51,11 +51,12 @@ def cmd_consume(args: argparse.Namespace) -> int:
     from stream.settings import secret_value
     from stream.signing import consumer_public_key
 
-    settings = broker_settings(load_settings(broker_url=args.broker, pipelines=args.pipelines))
-    if settings.pipelines is not None or args.feed:  # that feed's output topics (stream/feeds.py)
+    settings = load_settings(broker_url=args.broker, pipelines=args.pipelines)
+    if settings.pipelines is not None or args.feed:  # that feed's output topics (stream/feeds.py), checked first
         from stream.feeds import feed_named
 
         settings = feed_named(settings, args.feed)
+    settings = broker_settings(settings)
     public_key = consumer_public_key(args.public_key or settings.release_public_key,
                                      secret_value(settings.signing_key), settings.data_dir)
     raw_columns = tuple(c.strip() for c in (args.raw_columns or "").split(",") if c.strip())

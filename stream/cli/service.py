@@ -70,6 +70,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     elif not port_free(settings.web_host, settings.web_port):
         raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
                           "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
+    if settings.pipelines is not None:  # a bad pipelines file is one error line before anything starts
+        from stream.feeds import load_pipelines
+
+        load_pipelines(Path(settings.pipelines))
     with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
         _announce(ready)
         return run_worker(ready)

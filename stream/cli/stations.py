@@ -55,12 +55,12 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.locate import check_broker
     from stream.producer import make_producer, push_reports
 
-    settings = broker_settings(load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines),
-                               check=False)
-    if settings.pipelines is not None or args.feed:  # the feed's input topic and spec (stream/feeds.py)
-        from stream.feeds import feed_named
+    settings = load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines)
+    if settings.pipelines is not None or args.feed:  # the feed's input topic and spec (stream/feeds.py), checked
+        from stream.feeds import feed_named  # before anything else: a bad pipelines file is the error
 
         settings = feed_named(settings, args.feed)
+    settings = broker_settings(settings, check=False)
     schema = load_schema(settings.spec)
     spec = schema.spec
     seen = [0]

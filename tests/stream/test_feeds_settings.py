@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,21 @@ def test_stations_cli_keeps_a_registry_per_feed(tmp_path: Path, capsys: pytest.C
     assert main(["stations", "list", *where]) == 2  # several feeds: which registry?
     err = capsys.readouterr().err
     assert "choose one with --feed (crime, arrests)" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["push", "reports.csv", "--station", "S1"], ["consume", "--out", "out"], ["run"]])
+def test_a_bad_pipelines_file_is_the_first_error_before_anything_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str]) -> None:
+    """No broker or database configured: the pipelines file is still what is reported (one line), and
+    `run` starts no embedded broker for a file it cannot use."""
+    monkeypatch.chdir(tmp_path)
+    for key in [k for k in os.environ if k.startswith("ANONSTREAM_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("ANONSTREAM_PIPELINES", str(tmp_path / "missing.toml"))
+    (tmp_path / "reports.csv").write_text("report_id,station_id\n1,S1\n")
+    code = main(command)
+    err = capsys.readouterr().err
+    assert code == 2 and "pipelines file" in err and "cannot read it" in err, err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1
+    assert not (tmp_path / "var" / "instance.json").exists()
