@@ -1,5 +1,5 @@
 # anonstream worker / CLI image. Settings come from ANONSTREAM_* environment variables or, for
-# secrets, files named by ANONSTREAM_*_FILE (see stream/settings.py, docs/operations.md); production
+# secrets, files named by ANONSTREAM_*_FILE (see stream/config/settings.py, docs/operations.md); production
 # mode refuses to start without the broker, database and key. The image carries no test broker
 # (the `embedded` extra): it always talks to the configured Kafka.
 FROM python:3.11-slim

@@ -39,7 +39,7 @@ def warm(df: pd.DataFrame, supp: float, repeat: int, backend: str) -> dict:
         batch = encode(df, schema)
         t1 = time.perf_counter()
         if backend == "numpy":
-            from core.engines import optimal as opt
+            from core.engines.fulldomain import optimal as opt
             from core.lattice import Lattice, NodeEvaluator
 
             ev = NodeEvaluator(batch, params.requirement(), backend="numpy")

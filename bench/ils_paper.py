@@ -41,8 +41,8 @@ from bench._ils_numpy import numpy_descent
 from core.encoding import Schema, encode
 from core.engines.hetero.data import hetero_data
 from core.engines.hetero.graph import candidates, regular_from_clusters
+from core.engines.hetero.kmember import kmember_cls
 from core.engines.hetero.runner import Searcher
-from core.engines.kmember import kmember_cls
 from core.engines.registry import get_engine, make_params
 from core.schema import parse_spec
 from core.verify import verify_release

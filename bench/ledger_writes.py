@@ -30,14 +30,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import db.bulk
 from bench._common import print_table, write_results
 from db import Database, PoolRepository
+from stream.config.settings import Settings
+from stream.intake.validate import ReportValidator, to_incoming
 from stream.io.specs import load_schema
-from stream.release import Orchestrator, window_policy
-from stream.runtime import migrate
-from stream.settings import Settings
-from stream.simulate import generate_day
-from stream.validate import ReportValidator, to_incoming
-from tests.fixtures.services import PostgresServer
-from tests.stream.reports import DAY, spec_ref
+from stream.ops.runtime import migrate
+from stream.station.simulate import generate_day
+from stream.testing.reports import DAY, spec_ref
+from stream.testing.services import PostgresServer
+from stream.worker.release import Orchestrator, window_policy
 
 
 def incoming(settings: Settings, stations: int, per_station: int) -> list[Any]:

@@ -49,10 +49,10 @@ from core.engines.registry import engine_names
 from core.generators.crime import generate_crime_reports
 from db import Database, PoolRepository
 from db.models import ReleasedFingerprint, ReleaseRecords
+from stream.config.settings import Settings
+from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema
-from stream.release import Orchestrator, window_policy
-from stream.settings import Settings
-from stream.validate import Clean, ReportValidator, to_incoming
+from stream.worker.release import Orchestrator, window_policy
 
 KEY = "linking-attack-bench-key"
 SCHEMA = load_schema("crime")
@@ -78,7 +78,7 @@ def _settings(tmp: Path, engine: str, k: int, guard: str = "content", params: di
 
 def _ledger_releases(url: str, settings: Settings, shared: pd.DataFrame) -> tuple[list[pd.DataFrame], list[list[int]]]:
     """Every release's rows from the ledger, and per shared report the releases that hold it."""
-    from stream.history import fingerprint_rows
+    from stream.batch.history import fingerprint_rows
 
     db = Database(url)
     with db.read() as s:

@@ -42,13 +42,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from db.status import workers as worker_rows  # noqa: E402
-from stream.broker import EmbeddedBroker, ensure_topics, free_port  # noqa: E402
-from stream.producer import make_producer  # noqa: E402
-from stream.runtime import quiet_clients, stop_process  # noqa: E402
-from stream.simulate import generate_day  # noqa: E402
-from tests.fixtures.services import PostgresServer  # noqa: E402
-from tests.stream.harness import Scenario  # noqa: E402
-from tests.stream.reports import DAY  # noqa: E402
+from stream.ops.broker import EmbeddedBroker, ensure_topics, free_port  # noqa: E402
+from stream.ops.runtime import quiet_clients, stop_process  # noqa: E402
+from stream.station.producer import make_producer  # noqa: E402
+from stream.station.simulate import generate_day  # noqa: E402
+from stream.testing.reports import DAY  # noqa: E402
+from stream.testing.scenario import Scenario  # noqa: E402
+from stream.testing.services import PostgresServer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -155,7 +155,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
         pushed_after = round(time.time() - started, 2)
         sc.pushed = len(payloads)
         arrivals: dict[str, float] = {}
-        from stream.consumer import make_consumer
+        from stream.analyst.consumer import make_consumer
 
         consumer = make_consumer(sc.settings.bootstrap_servers(), [sc.settings.topic_releases])
         expected = None

@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stream.broker import EmbeddedBroker, ensure_topics  # noqa: E402
-from stream.simulate import generate_day  # noqa: E402
+from stream.ops.broker import EmbeddedBroker, ensure_topics  # noqa: E402
+from stream.station.simulate import generate_day  # noqa: E402
 
 
 def write_file(path: Path, megabytes: int) -> int:

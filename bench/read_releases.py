@@ -2,8 +2,8 @@
 
 Writes ``--releases`` releases (default 100) of ``--rows`` records (default 10,000) with the columns a
 crime release has (class id, an age label with its typed bounds, sex, suburb, postcode, reporter,
-offence, event date) through the consumer's writers (``stream.export.write_release``, partitioned by
-date as ``consume --partition-by date`` does), then times ``stream.dataset.read_releases`` on the
+offence, event date) through the consumer's writers (``stream.analyst.export.write_release``, partitioned by
+date as ``consume --partition-by date`` does), then times ``stream.analyst.dataset.read_releases`` on the
 folder: wall seconds, rows per second and peak memory of this process. The records are synthetic
 (seeded numpy), so the figure is the reader's own cost, not the anonymizer's.
 
@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import peak_rss_mb, print_table, write_results
-from stream.dataset import read_releases
-from stream.export import write_release
+from stream.analyst.dataset import read_releases
+from stream.analyst.export import write_release
 
 COLUMNS = ["class_id", "age", "age_lo", "age_hi", "sex", "suburb", "postcode", "reporter", "offence", "event_date"]
 SUBURBS = ["Khayelitsha", "Cape Flats", "Mitchells Plain", "Bellville", "*"]

@@ -34,11 +34,11 @@ from sqlalchemy import func, select  # noqa: E402
 
 from db.models import Release, Window  # noqa: E402
 from db.stations import StationRegistry  # noqa: E402
-from stream.broker import EmbeddedBroker  # noqa: E402
-from stream.runtime import quiet_clients  # noqa: E402
-from tests.fixtures.services import PostgresServer  # noqa: E402
-from tests.stream.harness import Scenario  # noqa: E402
-from tests.stream.reports import day_of_reports  # noqa: E402
+from stream.ops.broker import EmbeddedBroker  # noqa: E402
+from stream.ops.runtime import quiet_clients  # noqa: E402
+from stream.testing.reports import day_of_reports  # noqa: E402
+from stream.testing.scenario import Scenario  # noqa: E402
+from stream.testing.services import PostgresServer  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 KEY = "9f2c4e71a0b35d86c1e7f04a92b3d5e6a7c8f9012b3c4d5e6f708192a3b4c5d6"

@@ -1,4 +1,4 @@
-"""Read-only ledger queries per feed (several feeds in one deployment, ``stream/feeds.py``).
+"""Read-only ledger queries per feed (several feeds in one deployment, ``stream/config/feeds.py``).
 
 A window belongs to one feed (``windows.feed``); its pending reports and its release belong to the
 same feed. Aggregates only, like :mod:`db.console_queries`.

@@ -3,7 +3,7 @@
 Production mode accepts reports of registered stations only (others are dead-lettered as
 ``unknown-station``); embedded mode registers a station the first time it sends a valid report
 (``source = 'first-sight'``). Operators manage it with ``anonstream stations add|list|remove``.
-Each feed (``stream/feeds.py``) has its own registry; a deployment with one feed uses ``default``.
+Each feed (``stream/config/feeds.py``) has its own registry; a deployment with one feed uses ``default``.
 """
 
 from __future__ import annotations

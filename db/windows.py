@@ -39,7 +39,7 @@ class WindowPolicy:
     lateness_s: int = 3_600
     cap: int = 10_000
     max_new_windows_per_hour: int = 500
-    feed: str = "default"  # the feed whose windows these are (stream/feeds.py)
+    feed: str = "default"  # the feed whose windows these are (stream/config/feeds.py)
 
     def start_of(self, t: datetime) -> datetime:
         epoch = int(t.timestamp())

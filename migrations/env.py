@@ -14,7 +14,7 @@ def _url() -> str:
     url = cfg.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from stream.settings import Settings
+    from stream.config.settings import Settings
 
     return Settings().db_url()
 

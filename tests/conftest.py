@@ -33,10 +33,10 @@ def adult_schema():
 @pytest.fixture(scope="module")
 def validator():  # type: ignore[no-untyped-def]
     """The stream's report validator on the crime spec, default input limits (tests/stream and tests/db)."""
-    from stream.guards import Limits
+    from stream.intake.guards import Limits
+    from stream.intake.validate import ReportValidator
     from stream.io.specs import load_schema
-    from stream.validate import ReportValidator
-    from tests.stream.reports import spec_ref
+    from stream.testing.reports import spec_ref
 
     return ReportValidator(load_schema(spec_ref()), ("name", "dob"), Limits())
 
@@ -44,6 +44,6 @@ def validator():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def good() -> dict:
     """One valid generated crime report."""
-    from tests.stream.reports import day_of_reports
+    from stream.testing.reports import day_of_reports
 
     return day_of_reports(1, 5, seed=5)["S1"][0]

@@ -1,7 +1,7 @@
 """The codebook of a release: what every published column means and how the QIs were generalized.
 
 It goes into the signed manifest (``manifest["codebook"]``) and beside each consumed release as
-JSON and Markdown (:mod:`stream.codebook`). Contents:
+JSON and Markdown (:mod:`stream.wire.codebook`). Contents:
 
 * ``spec``: the spec's name and version, the SHA-256 of its canonical content (:func:`spec_version`);
 * ``columns``: every published column with its type and meaning, in publication order;

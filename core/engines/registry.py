@@ -22,19 +22,19 @@ if TYPE_CHECKING:
 
 # name -> "module:Class". One line per engine; the module is imported on first use.
 _ENGINES: dict[str, str] = {
-    "optimal": "core.engines.optimal:OptimalEngine",
-    "exhaustive": "core.engines.exhaustive:ExhaustiveEngine",
-    "datafly": "core.engines.datafly:DataflyEngine",
-    "random": "core.engines.random_search:RandomSearchEngine",
-    "kgen": "core.engines.kgen:KgenEngine",
-    "mondrian": "core.engines.mondrian:MondrianEngine",
-    "kmember": "core.engines.kmember:KMemberEngine",
-    "lgreedy": "core.engines.lgreedy:LGreedyEngine",
-    "ils": "core.engines.ils:ILSEngine",
-    "pbg-ea": "core.engines.pbg_ea:PBGEAEngine",
-    "cg-kanon": "core.engines.cg_kanon:CGKanonEngine",
-    "cg-diverse": "core.engines.cg_diverse:CGDiverseEngine",
-    "local-recode": "core.engines.local_recode:LocalRecodeEngine",
+    "optimal": "core.engines.fulldomain.optimal:OptimalEngine",
+    "exhaustive": "core.engines.fulldomain.exhaustive:ExhaustiveEngine",
+    "datafly": "core.engines.fulldomain.datafly:DataflyEngine",
+    "random": "core.engines.fulldomain.random_search:RandomSearchEngine",
+    "kgen": "core.engines.kgen.engine:KgenEngine",
+    "mondrian": "core.engines.mondrian.engine:MondrianEngine",
+    "kmember": "core.engines.hetero.kmember:KMemberEngine",
+    "lgreedy": "core.engines.hetero.lgreedy:LGreedyEngine",
+    "ils": "core.engines.hetero.ils:ILSEngine",
+    "pbg-ea": "core.engines.pbg.engine:PBGEAEngine",
+    "cg-kanon": "core.engines.cg.kanon:CGKanonEngine",
+    "cg-diverse": "core.engines.cg.diverse:CGDiverseEngine",
+    "local-recode": "core.engines.fulldomain.local_recode:LocalRecodeEngine",
 }
 
 

@@ -29,9 +29,9 @@ Example:
 
 
 def _service(args: argparse.Namespace, need_broker: bool = False) -> Any:
+    from stream.config.settings import load_settings
     from stream.console.service import ConsoleService
-    from stream.locate import check_database, resolve
-    from stream.settings import load_settings
+    from stream.ops.locate import check_database, resolve
 
     settings = resolve(load_settings(database_url=getattr(args, "database", None),  # flag > env > instance.json
                                      broker_url=getattr(args, "broker", None), spec=getattr(args, "spec", None)),
@@ -60,9 +60,9 @@ def _print_json(obj: Any) -> None:
 
 
 def cmd_console(args: argparse.Namespace) -> int:
+    from stream.config.settings import load_settings
     from stream.console import serve
-    from stream.locate import check_database, resolve
-    from stream.settings import load_settings
+    from stream.ops.locate import check_database, resolve
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker, spec=args.spec),
                        need_database=True)

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stream.runtime import broker_settings
-from stream.settings import load_settings
+from stream.config.settings import load_settings
+from stream.ops.runtime import broker_settings
 
 DEFAULT_GROUP = "anonstream-consume"
 
@@ -30,7 +30,7 @@ parquet (typed columns) or jsonl. --partition-by date appends every release to o
 OUT/window_date=YYYY-MM-DD/ (the day the release's window starts), readable as one table by pandas,
 pyarrow, Spark or DuckDB. In Python:
 
-  from stream.dataset import read_releases
+  from stream.analyst.dataset import read_releases
   df = read_releases("releases/")        # one typed DataFrame, with release_id (and window_date)
 
 The public key comes from the service's operator (`anonstream keys public`); on the worker's own
@@ -43,17 +43,17 @@ Examples:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
-    from stream.runtime import quiet_clients
+    from stream.ops.runtime import quiet_clients
 
     quiet_clients(getattr(args, "verbose", False))
-    from stream.consumer import follow_releases
-    from stream.export import write_release, written_release_ids
-    from stream.settings import secret_value
-    from stream.signing import consumer_public_key
+    from stream.analyst.consumer import follow_releases
+    from stream.analyst.export import write_release, written_release_ids
+    from stream.config.settings import secret_value
+    from stream.wire.signing import consumer_public_key
 
     settings = load_settings(broker_url=args.broker, pipelines=args.pipelines)
-    if settings.pipelines is not None or args.feed:  # that feed's output topics (stream/feeds.py), checked first
-        from stream.feeds import feed_named
+    if settings.pipelines is not None or args.feed:  # that feed's output topics (stream/config/feeds.py), checked first
+        from stream.config.feeds import feed_named
 
         settings = feed_named(settings, args.feed)
     settings = broker_settings(settings)

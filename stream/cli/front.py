@@ -14,7 +14,7 @@ import numpy as np
 from core.encoding import Schema, encode
 from core.engines.pbg import DIRECTIONS, Indices, PropertyEvaluator, parse_policy
 from core.engines.pbg.assess import pareto_mask
-from core.engines.pbg_ea import front_rows
+from core.engines.pbg.engine import front_rows
 from core.engines.registry import get_engine, make_params
 from core.errors import AnonymizationError, ParamsError
 from core.lattice import Lattice

@@ -25,8 +25,8 @@ def cmd_keys(args: argparse.Namespace) -> int:
     if args.action == "generate":
         print(secrets.token_hex(32))
         return 0
-    from stream.settings import load_settings, secret_value
-    from stream.signing import load_private_key, public_bytes
+    from stream.config.settings import load_settings, secret_value
+    from stream.wire.signing import load_private_key, public_bytes
 
     settings = load_settings()
     key = load_private_key(secret_value(settings.signing_key), settings.data_dir, settings.mode == "production")

@@ -15,19 +15,19 @@ import sys
 # command -> (module exposing ``register(subparsers)``, one-line help). Handlers are stored with
 # ``set_defaults(func=...)`` by the module; the help line here is what ``anonstream --help`` shows.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "anonymize": ("stream.cli.batch", "anonymize a CSV file with one engine"),
+    "anonymize": ("stream.cli.anonymize", "anonymize a CSV file with one engine"),
     "engines": ("stream.cli.engines", "list engines with their parameters and defaults"),
     "warmup": ("stream.cli.engines", "compile or load every engine's kernels once (run after installing)"),
     "front": ("stream.cli.front", "Pareto front of privacy and loss (PBG-EA): table and PNG"),
     "run": ("stream.cli.service", "run a worker (embedded broker if none configured)"),
     "demo": ("stream.cli.service", "embedded broker + worker + simulated stations, one day"),
     "migrate": ("stream.cli.service", "upgrade the ledger database (or check / downgrade it)"),
-    "push": ("stream.cli.stations", "validate a station's CSV/JSONL reports and push them"),
+    "push": ("stream.cli.push", "validate a station's CSV/JSONL reports and push them"),
     "consume": ("stream.cli.consume", "write each complete release as CSV, Parquet or JSON lines (resumes)"),
     "console": ("stream.cli.console", "serve the operator console (web)"),
     "releases": ("stream.cli.console", "list, show, re-verify, re-publish or export releases"),
     "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),
-    "stations": ("stream.cli.registry", "register, list or remove the stations allowed to push"),
+    "stations": ("stream.cli.stations", "register, list or remove the stations allowed to push"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
     "spec": ("stream.cli.spec", "draft a spec from your own file, check a file against a spec"),
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
-    from stream import logs
+    from stream.ops import logs
 
     logs.setup(verbose=args.verbose)  # one format (ANONSTREAM_LOG_FORMAT=json), Kafka clients at WARNING
     if not getattr(args, "func", None):
@@ -105,14 +105,14 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except AnonymizationError as exc:  # exit codes: docs/operations.md (stream/locate.py)
+    except AnonymizationError as exc:  # exit codes: docs/operations.md (stream/ops/locate.py)
         print(f"error: {exc.message}", file=sys.stderr)
         return 3 if exc.reason == "service-unreachable" else 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a broker or database that went away mid-command: one line, exit 3
-        from stream.locate import unreachable_message
+        from stream.ops.locate import unreachable_message
 
         message = unreachable_message(exc)
         if message is None:

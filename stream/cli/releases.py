@@ -32,9 +32,9 @@ def missing_reason(svc: Any, release_id: str, res: dict[str, Any]) -> str | None
 
 def cmd_republish(args: argparse.Namespace) -> int:
     from db import Database, ReleaseRepository
-    from stream.locate import check_broker, check_database, resolve
-    from stream.republish import publish_from_ledger
-    from stream.settings import load_settings
+    from stream.config.settings import load_settings
+    from stream.ops.locate import check_broker, check_database, resolve
+    from stream.ops.republish import publish_from_ledger
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker), need_broker=True,
                        need_database=True)
@@ -46,7 +46,7 @@ def cmd_republish(args: argparse.Namespace) -> int:
         if _state(repo, rid) is None:
             raise InputDataError(f"no release {rid!r} in the ledger", reason="console")
     from db.feeds import feed_of_release
-    from stream.feeds import feeds
+    from stream.config.feeds import feeds
 
     by_name = {f.feed: f for f in feeds(settings)}
     with repo.db.read() as s:
@@ -75,9 +75,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from db import Database, ReleaseRepository
-    from stream.locate import check_database, resolve
-    from stream.republish import export
-    from stream.settings import load_settings
+    from stream.config.settings import load_settings
+    from stream.ops.locate import check_database, resolve
+    from stream.ops.republish import export
 
     settings = resolve(load_settings(database_url=args.database), need_database=True)
     check_database(settings.db_url())

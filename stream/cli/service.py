@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stream.settings import Settings, load_settings
+from stream.config.settings import Settings, load_settings
 
 RUN_HELP = """\
 Run one worker: consume crime reports, window them, release anonymized batches.
@@ -39,7 +39,7 @@ Every release is also written, as an analyst's `anonstream consume` would, into 
 (emptied at the start of each demo; --out to choose another folder, which is kept) as Parquet with
 its manifest and codebook. Load them in Python:
 
-  from stream.dataset import read_releases
+  from stream.analyst.dataset import read_releases
   df = read_releases("var/demo/releases")
   df.groupby(["age_lo", "age_hi"]).size()
   df.groupby("suburb_region")["offence"].value_counts()
@@ -59,10 +59,10 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     _quiet(args)
     from core.errors import ParamsError
-    from stream.app import run_worker
-    from stream.broker import free_port
-    from stream.locate import port_free, resolve
-    from stream.runtime import embedded
+    from stream.ops.broker import free_port
+    from stream.ops.locate import port_free, resolve
+    from stream.ops.runtime import embedded
+    from stream.worker.app import run_worker
 
     settings = resolve(load_settings(**_overrides(args)))  # flag > environment > the instance's state file
     if settings.web_port == 0:
@@ -71,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
                           "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
     if settings.pipelines is not None:  # a bad pipelines file is one error line before anything starts
-        from stream.feeds import load_pipelines
+        from stream.config.feeds import load_pipelines
 
         load_pipelines(Path(settings.pipelines))
     with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
@@ -81,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _announce(s: Settings) -> None:
     """Where everything is, and what to try next (stdout; logs go to stderr)."""
-    from stream.locate import safe_url
+    from stream.ops.locate import safe_url
 
     home = s.data_dir.resolve()
     embedded_note = f" (embedded, log {home / 'broker.log'})" if (home / "instance.json").exists() else ""
@@ -100,7 +100,7 @@ def _feed_lines(s: Settings) -> list[str]:
     """One line per feed when a pipelines file declares them."""
     if s.pipelines is None:
         return []
-    from stream.feeds import feeds
+    from stream.config.feeds import feeds
 
     return [f"  feed      {f.feed}: {f.topic_reports} -> {f.topic_anonymized} (spec {f.spec}, engine "
             f"{f.engine or 'default'}, k={f.k})" for f in feeds(s)]
@@ -109,7 +109,7 @@ def _feed_lines(s: Settings) -> list[str]:
 def cmd_migrate(args: argparse.Namespace) -> int:
     _quiet(args)
     import migrations
-    from stream.locate import check_database, resolve
+    from stream.ops.locate import check_database, resolve
 
     settings = resolve(load_settings(database_url=args.database))
     url = settings.db_url()
@@ -154,12 +154,12 @@ def _demo_settings(args: argparse.Namespace) -> Settings:
 def cmd_demo(args: argparse.Namespace) -> int:
     _quiet(args)
     from db import Database, ReleaseRepository
-    from stream.broker import free_port
-    from stream.consumer import follow_releases
-    from stream.export import write_release
-    from stream.producer import make_producer
-    from stream.runtime import embedded, spawn_worker, stop_process
-    from stream.simulate import bad_reports, generate_day, push_day
+    from stream.analyst.consumer import follow_releases
+    from stream.analyst.export import write_release
+    from stream.ops.broker import free_port
+    from stream.ops.runtime import embedded, spawn_worker, stop_process
+    from stream.station.producer import make_producer
+    from stream.station.simulate import bad_reports, generate_day, push_day
 
     settings = _demo_settings(args)
     out_dir = Path(args.out) if args.out else settings.data_dir / "releases"
@@ -179,8 +179,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             printed.append(manifest["release_id"])
             write_release(out_dir, manifest, records, args.format)
 
-        from stream.settings import secret_value
-        from stream.signing import consumer_public_key
+        from stream.config.settings import secret_value
+        from stream.wire.signing import consumer_public_key
 
         public_key = consumer_public_key(None, secret_value(ready.signing_key), ready.data_dir)
         follower = threading.Thread(target=follow_releases, daemon=True, args=(
@@ -224,7 +224,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"demo: {len(printed)} release(s) in {time.monotonic() - started:.1f}s; {summary}", flush=True)
     if printed:
         print(f"demo: releases written to {out_dir} ({args.format}, with manifests and codebooks); load them with\n"
-              f"  python -c 'from stream.dataset import read_releases; "
+              f"  python -c 'from stream.analyst.dataset import read_releases; "
               f"print(read_releases(\"{out_dir}\").groupby(\"suburb_region\").size())'", flush=True)
     if not ok:
         print(f"error: demo did not finish within {args.timeout:.0f}s", file=sys.stderr)
@@ -235,7 +235,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _quiet(args: argparse.Namespace) -> None:
-    from stream.runtime import quiet_clients
+    from stream.ops.runtime import quiet_clients
 
     quiet_clients(getattr(args, "verbose", False))
 

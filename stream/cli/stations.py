@@ -1,139 +1,113 @@
-"""Station commands: ``anonstream push`` (``anonstream consume`` is :mod:`stream.cli.consume`)."""
+"""Station registry commands: ``anonstream stations add|list|remove``."""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
+import getpass
+from datetime import UTC, datetime
 from typing import Any
 
-from stream.runtime import broker_settings
-from stream.settings import load_settings
+from core.errors import InputDataError, ParamsError
 
-PUSH_HELP = """\
-Validate a station's reports locally and push the valid ones to the reports topic.
+STATIONS_HELP = """\
+Manage the station registry in the ledger database. In production mode (ANONSTREAM_MODE=production)
+the workers accept reports only from registered stations; reports of any other station id are
+dead-lettered with the reason `unknown-station` (counted under the station "(unregistered)").
+In embedded mode a station is registered the first time it sends a valid report, unless
+ANONSTREAM_REGISTER_STATIONS=registered.
 
-The file (CSV, JSON lines or Parquet) is read, checked and sent in chunks, so memory stays flat
-whatever its size. Rejected rows are not sent; each is listed with its line as your editor shows
-it (the header is line 1), the reason, the bad value and the closest allowed value ("theft": did
-you mean 'Theft'?). A report id repeated within the file is rejected on its second line. With
---rejects, every rejected row is written as it was, after reject_line/reject_reason/reject_message
-columns: fix the values and push that file again (the reject_ columns are ignored). The values
-stay on this machine: the service's dead-letter topic never sees them.
-
-On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
-ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
-the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
-of released reports (counted, never released again). Counts only; no report id is printed.
-
-Exit 1 if anything was rejected, 0 if everything was sent, 2 on bad usage.
+A station id is 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit.
 
 Examples:
-  anonstream push reports-2024-03-01.csv --station S1 --broker kafka://127.0.0.1:9092
-  anonstream push reports.csv --station S1 --rejects rejects.csv   # fix rejects.csv, then:
-  anonstream push rejects.csv --station S1
-  anonstream push arrests.csv --feed arrests --pipelines feeds.toml   # a deployment with several feeds
+  anonstream stations add S1 S2 S3 --note "northern district"
+  anonstream stations list
+  anonstream stations remove S3
 """
 
-def _progress(label: str) -> Any:
-    from stream.cli.progress import ProgressPrinter
 
-    printer = ProgressPrinter(label)
+def _registry(args: argparse.Namespace) -> Any:
+    from db import Database
+    from db.stations import StationRegistry
+    from stream.config.settings import load_settings
 
-    def show(done: int, total: int) -> None:
-        printer(done / total if total else 0.0, f"{done}/{total} rows")
+    settings = load_settings(database_url=args.database, pipelines=args.pipelines)
+    feed = "default"
+    if settings.pipelines is not None or args.feed:  # each feed has its own registry (stream/config/feeds.py)
+        from stream.config.feeds import feed_named
 
-    return show
+        feed = feed_named(settings, args.feed).feed
+    return StationRegistry(Database(settings.db_url()), feed)
 
 
-def cmd_push(args: argparse.Namespace) -> int:
-    _quiet(args)
-    from stream.io.dupes import repeated_ids
-    from stream.io.rejects import Hints, RejectsWriter, describe
-    from stream.io.rows import csv_header, iter_rows
-    from stream.io.specs import load_schema
-    from stream.locate import check_broker
-    from stream.producer import make_producer, push_reports
+def _guard(fn: Any) -> Any:
+    from sqlalchemy.exc import OperationalError, ProgrammingError
 
-    settings = load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines)
-    if settings.pipelines is not None or args.feed:  # the feed's input topic and spec (stream/feeds.py), checked
-        from stream.feeds import feed_named  # before anything else: a bad pipelines file is the error
-
-        settings = feed_named(settings, args.feed)
-    settings = broker_settings(settings, check=False)
-    schema = load_schema(settings.spec)
-    spec = schema.spec
-    seen = [0]
-
-    def counted() -> Any:
-        for item in iter_rows(args.input):
-            seen[0] += 1
-            yield item
-
-    # a first pass, before anything is sent: repeated report ids (and a malformed JSON line stops here)
-    repeated = repeated_ids(counted(), spec.id_column or "report_id", spec.station_column or "station_id",
-                            args.station)
-    total = seen[0]
-    if total == 0:
-        from core.errors import InputDataError
-
-        raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
-    header = csv_header(args.input)[0] if Path(args.input).suffix not in {".jsonl", ".ndjson", ".parquet",
-                                                                          ".pq"} else None
-    sink = RejectsWriter(args.rejects, header) if args.rejects else None
-    check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
-    from stream.push_ledger import LedgerPreview
-
-    ledger = LedgerPreview.open(settings)
-    producer = make_producer(settings.bootstrap_servers())
     try:
-        result = push_reports(iter_rows(args.input), schema, producer,
-                              args.topic or settings.topic_reports, args.station,
-                              progress=_progress(f"push {Path(args.input).name}"), total=total,
-                              rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger)
-    finally:
-        producer.close()
-        if sink is not None:
-            sink.close()
-        if ledger is not None:
-            ledger.close()
-    print(f"push: sent {result.sent} report(s), rejected {result.rejected_count}")
-    if ledger is not None:
-        print(ledger.summary())
-    if result.rejected_count:
-        for reason, n in sorted(result.reasons().items()):
-            print(f"  {n:6d} x {reason}")
-        hints = Hints(schema)
-        for rejection in result.rejected[: args.show]:
-            print(f"  {describe(rejection, hints)}", file=sys.stderr)
-        if result.rejected_count > args.show:
-            print(f"  ... and {result.rejected_count - args.show} more", file=sys.stderr)
-        if sink is not None:
-            print(f"  rejected rows written to {args.rejects}: fix them and push that file again")
-        return 1
+        return fn()
+    except (OperationalError, ProgrammingError) as exc:
+        raise ParamsError("the ledger database is unreachable or not migrated (run `anonstream migrate`): "
+                          f"{type(exc.orig).__name__}", reason="database") from None
+
+
+def _ids(values: list[str]) -> list[str]:
+    from stream.intake.guards import valid_station_id
+
+    bad = [v for v in values if valid_station_id(v) != v]
+    if bad:
+        raise InputDataError(f"invalid station id {bad[0][:70]!r}: use 1-64 characters of A-Z a-z 0-9 . _ - "
+                             "starting with a letter or digit", reason="invalid-station")
+    return values
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from stream.intake.guards import one_line
+
+    ids = _ids(args.station)
+    note = one_line(args.note, 200) if args.note else None
+    new = _guard(lambda: _registry(args).add(ids, getpass.getuser(), datetime.now(UTC), note))
+    print(f"stations: {len(new)} added" + (f" ({', '.join(new)})" if new else "")
+          + (f", {len(ids) - len(new)} already registered" if len(ids) > len(new) else ""))
     return 0
 
 
-def _quiet(args: argparse.Namespace) -> None:
-    from stream.runtime import quiet_clients
+def cmd_remove(args: argparse.Namespace) -> int:
+    ids = _ids(args.station)
+    gone = _guard(lambda: _registry(args).remove(ids, getpass.getuser(), datetime.now(UTC)))
+    missing = sorted(set(ids) - set(gone))
+    print(f"stations: {len(gone)} removed" + (f"; not registered: {', '.join(missing)}" if missing else ""))
+    return 0 if not missing else 1
 
-    quiet_clients(getattr(args, "verbose", False))
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = _guard(lambda: _registry(args).list())
+    if not rows:
+        print("no stations registered")
+        return 0
+    print(f"{'station':<24} {'source':<11} {'added':<20} note")
+    for r in rows:
+        print(f"{r['station_id']:<24} {r['source']:<11} {r['added_at']:%Y-%m-%d %H:%M:%S}  {r['note'] or ''}")
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("push", help="validate a station's CSV/JSONL reports and push them",
-                       description=PUSH_HELP, formatter_class=fmt)
-    p.add_argument("input", help="reports as .csv or .jsonl")
-    p.add_argument("--station", help="station id (fills or must match the station column); omit it when each "
-                                     "row names its station (a multi-station export)")
-    p.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")
-    p.add_argument("--spec", help="dataset spec (default: crime; with --feed: the feed's)")
-    p.add_argument("--topic", help="reports topic (default: crime.reports; with --feed: the feed's input topic)")
-    p.add_argument("--feed", help="push to this feed of a several-feed deployment: its input topic, validated "
-                   "with its spec (feeds come from --pipelines or ANONSTREAM_PIPELINES)")
-    p.add_argument("--pipelines", metavar="FILE", help="the deployment's pipelines TOML (default: "
-                   "ANONSTREAM_PIPELINES)")
-    p.add_argument("--show", type=int, default=20, help="rejected rows to list (default 20)")
-    p.add_argument("--rejects", metavar="FILE", help="write every rejected row with its reason here (.csv or .jsonl)")
-    p.set_defaults(func=cmd_push)
+    p = sub.add_parser("stations", help="manage the station registry (add / list / remove)",
+                       description=STATIONS_HELP, formatter_class=fmt)
+    inner = p.add_subparsers(dest="stations_command", metavar="ACTION")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--database", help="SQLAlchemy URL (default: ANONSTREAM_DATABASE_URL, else SQLite)")
+    common.add_argument("--feed", help="the feed whose registry this is (several feeds in one deployment; "
+                        "each has its own registry)")
+    common.add_argument("--pipelines", metavar="FILE", help="the deployment's pipelines TOML (default: "
+                        "ANONSTREAM_PIPELINES)")
+    a = inner.add_parser("add", parents=[common], help="register stations", description=STATIONS_HELP,
+                         formatter_class=fmt)
+    a.add_argument("station", nargs="+", help="station id(s)")
+    a.add_argument("--note", help="a note kept with the stations (e.g. district)")
+    a.set_defaults(func=cmd_add)
+    r = inner.add_parser("remove", parents=[common], help="unregister stations (their later reports are refused)")
+    r.add_argument("station", nargs="+", help="station id(s)")
+    r.set_defaults(func=cmd_remove)
+    ls = inner.add_parser("list", parents=[common], help="list registered stations")
+    ls.set_defaults(func=cmd_list)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

@@ -24,8 +24,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from stream.settings import Settings, secret_value
-from stream.throttle import FailureLog
+from stream.config.settings import Settings, secret_value
+from stream.worker.throttle import FailureLog
 
 log = logging.getLogger(__name__)
 COOKIE = "anonstream_session"

@@ -97,7 +97,7 @@ def record_reverification(db: Database, result: dict[str, Any], actor: str) -> N
 
 def station_ids(text: str) -> list[str]:
     """Station ids from a form field (separated by spaces, commas or new lines), each checked."""
-    from stream.guards import valid_station_id
+    from stream.intake.guards import valid_station_id
 
     ids = [t for t in text.replace(",", " ").split() if t]
     if not ids:

@@ -5,7 +5,7 @@ stored it (in the manifest or the metrics) the console uses it as stored. When i
 front is **recomputed** from the release's own input: the reports it sampled (released or
 suppressed) are still in the pending pool with their stored values, in pool-id order, which is the
 order the orchestrator passed them to the engine; the search is re-run with the stored parameters
-and the stored seed (``rng = default_rng([seed, 1])``, as :mod:`stream.release` seeds the engine).
+and the stored seed (``rng = default_rng([seed, 1])``, as :mod:`stream.worker.release` seeds the engine).
 PBG-EA is deterministic per seed, so this reproduces the front. The chosen point is the member the
 release's own selection policy picks; the result says ``consistent`` only when that member's k
 matches the k stored for the release, so a mismatch is visible instead of being hidden.
@@ -28,7 +28,7 @@ def recompute_front(schema: Any, sample: list[tuple[int, dict[str, Any]]], engin
                     params: dict[str, Any], seed: int, k_stored: int | None) -> dict[str, Any]:
     """Re-run the PBG-EA search of a stored release; returns the front rows and the chosen member."""
     from core.encoding import encode
-    from core.engines.pbg_ea import front_rows
+    from core.engines.pbg.engine import front_rows
     from core.engines.registry import get_engine, make_params
 
     if not sample:

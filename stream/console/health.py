@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from db.session import Database
-from stream.settings import Settings
+from stream.config.settings import Settings
 
 log = logging.getLogger(__name__)
 _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="console-broker")
@@ -47,7 +47,7 @@ class BrokerHealth:
         now = time.monotonic()
         if self._lag is not None and now - self._lag[0] < self.lag_cache_s:
             return self._lag[1]
-        from stream.feeds import feeds
+        from stream.config.feeds import feeds
 
         inputs = {f.topic_reports: f.feed for f in feeds(self.settings)}
         parts = {topic: self._broker_call(consumer_lag, self.settings.app_id, topic) for topic in inputs}

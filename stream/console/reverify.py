@@ -5,7 +5,7 @@ Steps (:func:`reverify_messages` is the pure part, :func:`reverify` adds the bro
 1. read every ``crime.anonymized`` message keyed by the release id (all partitions, up to the end
    offsets at the time of the call);
 2. drop duplicates by ``seq`` (publishing is at-least-once) and count them;
-3. compare the record count and the SHA-256 checksum (:func:`stream.records.checksum`) with the
+3. compare the record count and the SHA-256 checksum (:func:`stream.wire.records.checksum`) with the
    release's manifest in the ledger;
 4. group the records by their generalized QI labels (never by the published class ids) and recompute
    k and the distinct / entropy / recursive l with :func:`core.privacy.achieved`;
@@ -31,7 +31,7 @@ from stream.console.analysis import split_columns
 def reverify_messages(messages: list[dict[str, Any]], release: dict[str, Any], qi_names: list[str] | None,
                       sensitive: str | None) -> dict[str, Any]:
     """Verdict on the messages read back for ``release`` (a :func:`db.console_queries.release_detail`)."""
-    from stream.records import checksum
+    from stream.wire.records import checksum
 
     by_seq: dict[int, dict[str, Any]] = {}
     for m in messages:

@@ -13,9 +13,9 @@ from typing import Any
 from aiohttp import web
 
 from db.session import Database
+from stream.config.settings import Settings
 from stream.console.service import ConsoleService
 from stream.console.web import create_app
-from stream.settings import Settings
 
 log = logging.getLogger(__name__)
 DEFAULT_PORT = 6067

@@ -18,12 +18,12 @@ from typing import Any
 from db import console_queries as q
 from db.feeds import feed_names, feed_of_release, feed_summary
 from db.session import Database
+from stream.config.settings import Settings
 from stream.console import analysis, controls, plots
 from stream.console.control_service import ConsoleControls
 from stream.console.front import front_points, recompute_front
 from stream.console.health import BrokerHealth
 from stream.console.redact import scrub
-from stream.settings import Settings
 
 log = logging.getLogger(__name__)
 PLOTS = ("class-sizes", "offences", "risk", "loss", "front")
@@ -83,10 +83,10 @@ class ConsoleService(BrokerHealth, ConsoleControls):
         return self._schema
 
     def _feed_of(self, release_id: str) -> Settings:
-        """The settings of the feed a release belongs to (several feeds: stream/feeds.py)."""
+        """The settings of the feed a release belongs to (several feeds: stream/config/feeds.py)."""
         if self.settings.pipelines is None:
             return self.settings
-        from stream.feeds import feeds
+        from stream.config.feeds import feeds
 
         with self._read() as s:
             name = feed_of_release(s, release_id)

@@ -20,7 +20,7 @@ from core.checks import allowed_values
 from core.encoding import Schema
 from core.hierarchies import DateHierarchy, IntervalHierarchy
 from stream.io.rows import REJECT_COLUMNS
-from stream.producer import Rejection
+from stream.station.producer import Rejection
 
 
 class RejectsWriter:

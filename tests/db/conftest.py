@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures.services import PostgresServer, postgres
+from stream.testing.services import PostgresServer, postgres
 
 
 @pytest.fixture(scope="session")

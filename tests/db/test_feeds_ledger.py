@@ -18,7 +18,7 @@ from tests.db.test_ledger import NOW, _stored, report
 
 def _in(feed: str, i: int, station: str = "S1") -> object:
     """A report of ``feed`` under the same station and report number in every feed (its window key and
-    fingerprint are the feed's, as stream/feeds.py makes them)."""
+    fingerprint are the feed's, as stream/config/feeds.py makes them)."""
     r = report(i, station)
     return replace(r, fingerprint=f"{feed}-{r.fingerprint}"[:64], window_key=f"{feed}/station:{station}")
 

@@ -9,8 +9,8 @@ from sqlalchemy import func, select
 
 from db import IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
 from db.models import Counter, DlqEvent
-from stream.validate import screen_batch
-from tests.stream.test_guards import CAUSES, KEY, NOW, raw_of
+from stream.intake.validate import screen_batch
+from tests.stream.intake.test_guards import CAUSES, KEY, NOW, raw_of
 
 
 def test_ledger_causes_on_postgres_and_sqlite(ledger_db, validator, good) -> None:  # type: ignore[no-untyped-def]

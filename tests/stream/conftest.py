@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stream.broker import EmbeddedBroker
-from tests.fixtures.services import PostgresServer, broker, postgres
+from stream.ops.broker import EmbeddedBroker
+from stream.testing.services import PostgresServer, broker, postgres
 
 
 @pytest.fixture(scope="session")

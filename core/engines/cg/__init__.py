@@ -2,7 +2,7 @@
 
 See :mod:`core.engines.cg.search` for the anytime search, :mod:`core.engines.cg.state` for the
 normalised objective and :mod:`core.engines.cg.kernels` for the numba kernels; the engines
-themselves are :mod:`core.engines.cg_kanon` and :mod:`core.engines.cg_diverse`.
+themselves are :mod:`core.engines.cg.kanon` and :mod:`core.engines.cg.diverse`.
 :func:`warm_up` loads the kernels ahead of the first real batch.
 """
 

@@ -22,7 +22,7 @@ from core.engines.cg.problem import build_problem
 from core.engines.cg.release import build_release
 from core.engines.cg.search import run_search
 from core.engines.cg.state import DIVERSE, KANON, Setup
-from core.engines.mondrian import mondrian_parts
+from core.engines.mondrian.engine import mondrian_parts
 from core.errors import InfeasibleError
 from core.privacy import PrivacyRequirement
 
@@ -140,8 +140,8 @@ def warm_up() -> float:
     cached kernels, several seconds to compile them once after an install or upgrade. Services can
     call this at start-up.
     """
-    from core.engines.cg_diverse import CGDiverseEngine
-    from core.engines.cg_kanon import CGKanonEngine
+    from core.engines.cg.diverse import CGDiverseEngine
+    from core.engines.cg.kanon import CGKanonEngine
     from core.engines.warmup import tiny_batch
 
     started = time.perf_counter()

@@ -11,7 +11,7 @@
    block strategies gained less than ``STALL`` (relative).
 
 The 2-opt ILS of the paper (:class:`core.engines.hetero.runner.Searcher`) continues from the
-result; see :mod:`core.engines.ils`.
+result; see :mod:`core.engines.hetero.ils`.
 """
 
 from __future__ import annotations

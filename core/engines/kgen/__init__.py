@@ -1,0 +1,1 @@
+"""KGEN: a genetic algorithm over the generalization lattice (operators and bounds)."""

@@ -1,0 +1,1 @@
+"""Mondrian: multidimensional top-down partitioning."""

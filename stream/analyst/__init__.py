@@ -1,0 +1,1 @@
+"""The analyst side: consume complete, signed releases and load them into pandas."""

@@ -1,0 +1,244 @@
+"""Downstream: follow ``crime.releases`` and ``crime.anonymized`` and assemble complete, signed releases.
+
+A release is complete once its manifest has arrived, its Ed25519 signature verifies with the service's
+public key (:mod:`stream.wire.signing`), and the records received for it (deduplicated by ``seq``) number
+``manifest.records`` and hash to ``manifest.checksum``. Records can arrive more than once
+(at-least-once publishing) and manifests too; both are deduplicated, and a release already written is
+skipped. Anything else on the topics is refused with a logged reason and the consumer keeps going:
+messages that are not JSON objects, manifests that are unsigned, forged or altered, release ids
+outside the allow-listed alphabet (``[A-Za-z0-9_-]``, at most 64 characters: file names are derived
+from the id, so an id can never name a path), and malformed records.
+
+With a consumer group, :func:`follow_releases` resumes at the group's committed offsets and commits
+only below the first message of any release not yet written (:class:`GroupOffsets`), so a crash
+never skips a release; the files are written by :mod:`stream.analyst.export`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from stream.analyst.export import write_release
+from stream.wire.records import checksum
+from stream.wire.release_ids import valid_release_id
+from stream.wire.signing import verify_manifest
+
+log = logging.getLogger(__name__)
+MAX_PENDING_RELEASES = 10_000  # releases with records but no manifest yet, kept at most (memory bound)
+
+
+class ReleaseAssembler:
+    """Collects manifests and records; yields each release once it is complete and verified."""
+
+    def __init__(self, public_key: Ed25519PublicKey) -> None:
+        self.public_key = public_key
+        self.records: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+        self.manifests: dict[str, dict[str, Any]] = {}
+        self.done: set[str] = set()
+        self.duplicate_records = 0
+        self.duplicate_manifests = 0
+        self.refused: Counter[str] = Counter()  # reason -> messages refused
+
+    def _refuse(self, reason: str, what: str) -> None:
+        if not self.refused[reason]:
+            log.warning("refused %s: %s", what, reason)
+        else:
+            log.debug("refused %s: %s", what, reason)
+        self.refused[reason] += 1
+
+    def add_raw(self, raw: bytes | None, is_manifest: bool) -> str | None:
+        """One message from either topic, as bytes: non-JSON and non-object messages are refused.
+
+        Returns the id of the release this message now waits in (kept until that release completes), or
+        None when nothing of it is kept (refused, or a duplicate)."""
+        kind = "manifest" if is_manifest else "record"
+        try:
+            obj = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
+            self._refuse("not JSON", f"a {kind} message")
+            return None
+        if not isinstance(obj, dict):
+            self._refuse("not a JSON object", f"a {kind} message")
+            return None
+        return self.add_manifest(obj) if is_manifest else self.add_record(obj)
+
+    def add_record(self, msg: dict[str, Any]) -> str | None:
+        rid = valid_release_id(msg.get("release_id"))
+        seq = msg.get("seq")
+        if rid is None or not isinstance(seq, int) or isinstance(seq, bool) or seq < 0 \
+                or not isinstance(msg.get("values"), dict):
+            self._refuse("malformed record", "a record")
+            return None
+        if rid in self.done or seq in self.records.get(rid, {}):
+            self.duplicate_records += 1
+            return None
+        if rid not in self.manifests and len(self.records) > MAX_PENDING_RELEASES:
+            self.records.pop(rid, None)
+            self._refuse("too many releases without a manifest", "a record")
+            return None
+        self.records[rid][seq] = msg
+        return rid
+
+    def add_manifest(self, manifest: dict[str, Any]) -> str | None:
+        rid = valid_release_id(manifest.get("release_id"))
+        if rid is None:
+            self._refuse("release id outside [A-Za-z0-9_-]{1,64}", "a manifest")
+            return None
+        why = verify_manifest(manifest, self.public_key)
+        if why is not None:
+            self._refuse(why, f"manifest {rid}")
+            return None
+        if not isinstance(manifest.get("records"), int) or not isinstance(manifest.get("columns"), list):
+            self._refuse("malformed manifest", f"manifest {rid}")
+            return None
+        if rid in self.done or rid in self.manifests:
+            self.duplicate_manifests += 1
+            return None
+        self.manifests[rid] = manifest
+        return rid
+
+    def complete(self) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """Releases that became complete since the last call, with their records in ``seq`` order."""
+        for rid, manifest in list(self.manifests.items()):
+            recs = self.records.get(rid, {})
+            if len(recs) != manifest["records"]:
+                continue
+            ordered = [recs[s] for s in sorted(recs)]
+            if checksum(ordered) != manifest["checksum"]:
+                continue
+            self.done.add(rid)
+            del self.manifests[rid]
+            self.records.pop(rid, None)
+            yield manifest, ordered
+
+
+def write_release_csv(out_dir: Path, manifest: dict[str, Any], records: list[dict[str, Any]],
+                      raw_columns: tuple[str, ...] = ()) -> Path | None:
+    """``OUT/<release id>.csv`` + its manifest (:func:`stream.analyst.export.write_release`); None if written before."""
+    return write_release(out_dir, manifest, records, "csv", None, raw_columns)
+
+
+class GroupOffsets:
+    """The offsets a consumer group may commit: never past a message of a release not yet written.
+
+    Per partition: the next offset after the last message read, lowered to the earliest offset of any
+    message still waiting in an incomplete release. A release whose records and manifest straddle polls
+    (or a crash) is therefore read again from its first message by the next run; writing is idempotent
+    by release id, so re-reading costs time, never a duplicate or a gap. Messages of a release that
+    never completes (records without a valid manifest) hold their partition's offset back for good.
+    """
+
+    def __init__(self) -> None:
+        self.read: dict[Any, int] = {}  # partition -> next offset after the last message read
+        self.waiting: dict[str, dict[Any, int]] = {}  # release id -> partition -> earliest offset kept
+
+    def seen(self, tp: Any, offset: int, rid: str | None) -> None:
+        self.read[tp] = max(self.read.get(tp, 0), offset + 1)
+        if rid is not None:
+            first = self.waiting.setdefault(rid, {})
+            first[tp] = min(first.get(tp, offset), offset)
+
+    def written(self, rid: str) -> None:
+        self.waiting.pop(rid, None)
+
+    def committable(self) -> dict[Any, int]:
+        out = dict(self.read)
+        for first in self.waiting.values():
+            for tp, offset in first.items():
+                out[tp] = min(out.get(tp, offset), offset)
+        return out
+
+
+def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | None = None,
+                  from_start: bool = False) -> Any:
+    """A kafka-python consumer assigned to every partition of ``topics`` (no group join: the test
+    broker answers joins slowly, and nothing here needs partitions balanced).
+
+    Without ``group`` it reads from the start. With ``group`` it resumes at the group's committed
+    offsets (from the start where the group has none, or everywhere with ``from_start``), and
+    :func:`follow_releases` commits the group's offsets as releases are written.
+    """
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=group,
+                             auto_offset_reset="earliest", client_id="anonstream-consume",
+                             consumer_timeout_ms=1000)
+    parts = []
+    deadline = time.monotonic() + 20
+    for t in topics:
+        ps = consumer.partitions_for_topic(t)
+        while not ps and time.monotonic() < deadline:
+            time.sleep(0.2)
+            ps = consumer.partitions_for_topic(t)
+        parts += [TopicPartition(t, p) for p in sorted(ps or [0])]
+    consumer.assign(parts)
+    consumer.seek_to_beginning(*parts)
+    if group is not None and not from_start:
+        for tp in parts:
+            committed = consumer.committed(tp)
+            if committed is not None:
+                consumer.seek(tp, committed)
+    return consumer
+
+
+def commit(consumer: Any, offsets: dict[Any, int], done: dict[Any, int]) -> None:
+    """Commit the partitions whose committable offset moved since ``done`` (updated in place). A commit
+    the broker refuses is logged and retried after the next poll: the next run would re-read, never skip."""
+    from kafka.errors import KafkaError
+    from kafka.structs import OffsetAndMetadata
+
+    moved = {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items() if done.get(tp) != off}
+    if moved:
+        try:
+            consumer.commit(moved)
+        except KafkaError as exc:
+            log.warning("offset commit failed (%s); will retry", type(exc).__name__)
+            return
+        done.update({tp: om.offset for tp, om in moved.items()})
+
+
+def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_topic: str,
+                    on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
+                    stop: Callable[[], bool], idle_s: float | None = None, *,
+                    public_key: Ed25519PublicKey, group: str | None = None, from_start: bool = False,
+                    written: set[str] | frozenset[str] = frozenset()) -> ReleaseAssembler:
+    """Poll both topics, calling ``on_release`` per complete verified release, until ``stop()`` or ``idle_s``
+    of silence. A message that cannot be used is refused (logged, counted) and never stops the loop.
+
+    With ``group``, offsets are committed for the group after each poll whose releases ``on_release``
+    has returned from (see :class:`GroupOffsets`); ``written`` are ids already on disk, whose messages
+    are skipped as duplicates and never hold an offset back."""
+    consumer = make_consumer(bootstrap, [releases_topic, records_topic], group, from_start)
+    asm = ReleaseAssembler(public_key)
+    asm.done |= set(written)
+    offsets = GroupOffsets()
+    committed: dict[Any, int] = {}
+    last = time.monotonic()
+    try:
+        while not stop():
+            batch = consumer.poll(timeout_ms=500, max_records=5000)
+            got = False
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    got = True
+                    offsets.seen(tp, m.offset, asm.add_raw(m.value, tp.topic == releases_topic))
+            for manifest, records in asm.complete():
+                on_release(manifest, records)
+                offsets.written(manifest["release_id"])
+            if group is not None:
+                commit(consumer, offsets.committable(), committed)
+            if got:
+                last = time.monotonic()
+            elif idle_s is not None and time.monotonic() - last > idle_s:
+                break
+    finally:
+        consumer.close(autocommit=False)
+    return asm

@@ -1,0 +1,91 @@
+"""Writing consumed releases: one file per release in CSV, Parquet or JSON lines, its manifest beside it.
+
+Layout of an output folder (read back with :func:`stream.analyst.dataset.read_releases`):
+
+* flat: ``OUT/<release id>.<ext>`` and ``OUT/<release id>.manifest.json``;
+* partitioned by date (``partition_by="date"``, one growing dataset): ``OUT/window_date=YYYY-MM-DD/``
+  holding the same two files, the date being the UTC day the release's window starts (hive style, so
+  pyarrow, Spark or DuckDB read the folder as one table).
+
+A release is written once: the data file is written under a temporary name and renamed last, so its
+presence means the release is complete, and a release whose file exists is skipped (idempotent by
+release id). The codebook (``stream.wire.codebook.write_codebook``: JSON and Markdown) is written beside
+it. File names come from the validated release id, never from a path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from stream.analyst.export.csvfile import write_csv
+from stream.analyst.export.jsonl import write_jsonl
+from stream.analyst.export.parquet import write_parquet
+from stream.wire.codebook import write_codebook
+from stream.wire.release_ids import valid_release_id
+
+FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
+PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
+UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
+
+
+def release_date(manifest: dict[str, Any]) -> str:
+    """The release's partition date: its window's start day (UTC), else its first event's day."""
+    window = manifest.get("window") if isinstance(manifest.get("window"), dict) else {}
+    event_time = manifest.get("event_time") if isinstance(manifest.get("event_time"), dict) else {}
+    for value in (window.get("start"), event_time.get("first")):
+        if isinstance(value, str) and len(value) >= 10 and value[4] == "-" and value[7] == "-" \
+                and value[:4].isdigit() and value[5:7].isdigit() and value[8:10].isdigit():
+            return value[:10]
+    return UNKNOWN_DATE
+
+
+def release_folder(out_dir: Path, manifest: dict[str, Any], partition_by: str | None) -> Path:
+    """Where a release's files go inside ``out_dir``."""
+    if partition_by is None:
+        return out_dir
+    if partition_by != "date":
+        raise ValueError(f"unknown partitioning {partition_by!r} (use 'date')")
+    return out_dir / f"{PARTITION_KEY}={release_date(manifest)}"
+
+
+def write_release(out_dir: Path, manifest: dict[str, Any], records: list[dict[str, Any]], fmt: str = "csv",
+                  partition_by: str | None = None, raw_columns: tuple[str, ...] = ()) -> Path | None:
+    """Write one complete release (records in ``seq`` order); returns its data file, or None if it was
+    written before. ``raw_columns`` only matters for CSV (no formula neutralization in those columns)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r} (use one of {', '.join(FORMATS)})")
+    rid = valid_release_id(manifest.get("release_id"))
+    if rid is None:
+        raise ValueError("release id outside the allowed alphabet")
+    folder = release_folder(out_dir, manifest, partition_by)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{rid}.{fmt}"
+    if path.resolve().parent != folder.resolve():
+        raise ValueError("release file would leave the output folder")
+    if path.exists():
+        return None
+    tmp = folder / f"{rid}.{fmt}.tmp"
+    if fmt == "csv":
+        write_csv(tmp, manifest, records, raw_columns)
+    elif fmt == "jsonl":
+        write_jsonl(tmp, manifest, records)
+    else:
+        write_parquet(tmp, manifest, records)
+    (folder / f"{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_codebook(folder, rid, manifest)  # <rid>.codebook.json and .md (nothing for a manifest without one)
+    tmp.replace(path)
+    return path
+
+
+def written_release_ids(out_dir: Path, fmt: str) -> set[str]:
+    """Ids of the releases already written in ``fmt`` under ``out_dir`` (flat or partitioned)."""
+    if not out_dir.is_dir():
+        return set()
+    found = set()
+    for path in out_dir.rglob(f"*.{fmt}"):
+        rid = valid_release_id(path.name[: -len(fmt) - 1])
+        if rid is not None and path.is_file():
+            found.add(rid)
+    return found

@@ -1,0 +1,1 @@
+"""Configuration: service settings (one declaration per setting), secrets and the feeds file."""

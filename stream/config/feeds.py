@@ -1,0 +1,187 @@
+"""Several feeds in one deployment: the ``pipelines`` TOML file and each feed's settings.
+
+A feed is one input topic with its own spec, engine, privacy parameters, window policy and output
+topics. ``ANONSTREAM_PIPELINES=/path/feeds.toml`` (or ``--pipelines``) declares them; one worker fleet
+serves them all (:mod:`stream.worker.fleet`). Without it the deployment's settings are the one feed, named
+``default``, exactly as before.
+
+Each feed is the deployment's :class:`~stream.config.settings.Settings` with the feed's values replaced
+(``feed_settings``), so everything downstream (the orchestrator, release processes, the validator)
+works on one feed's settings and never sees another feed's. Isolation in the ledger:
+
+* window keys of a feed other than ``default`` start with ``<feed>/`` (so its windows, window ids,
+  release ids, pending pool, watermarks and carried reports are its own), and ``windows.feed`` names
+  the feed so each feed's orchestrator claims, reclaims and publishes its own windows only;
+* fingerprints are keyed per feed (a key derived from the deployment's fingerprint key and the
+  feed's ``ledger`` scope, by default its name): a report in one feed never blocks nor is blocked by
+  a report of another, unless both feeds name the same ``ledger``.
+
+Example file: ``stream/specs/pipelines.example.toml``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core.errors import ParamsError
+
+FEED_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+
+
+class Privacy(BaseModel):
+    """A feed's privacy parameters (any omitted one is the deployment's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int | None = Field(default=None, ge=1)
+    l: int | None = Field(default=None, ge=1)  # noqa: E741
+    max_suppression: float | None = Field(default=None, ge=0, le=1)
+    max_risk: float | None = Field(default=None, gt=0, le=1)
+    avg_risk: float | None = Field(default=None, gt=0, le=1)
+    link_guard: Literal["off", "report", "content", "person"] | None = None
+    engine_params: dict[str, Any] | None = None
+
+
+class Windows(BaseModel):
+    """A feed's window policy (any omitted value is the deployment's)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    by: Literal["station", "region", "global"] | None = None
+    size_s: int | None = Field(default=None, ge=1)
+    lateness_s: int | None = Field(default=None, ge=0)
+    cap: int | None = Field(default=None, ge=1)
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+
+
+class Outputs(BaseModel):
+    """A feed's output topics."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    records: str = Field(min_length=1)
+    releases: str = Field(min_length=1)
+    dlq: str = Field(min_length=1)
+
+
+class Feed(BaseModel):
+    """One ``[[feed]]`` table of the pipelines file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=FEED_NAME)
+    input: str = Field(min_length=1, description="input (reports) topic")
+    spec: str = Field(min_length=1, description="bundled spec name or path (relative to the pipelines file)")
+    engine: str | None = None
+    ledger: str | None = Field(default=None, pattern=FEED_NAME, description="fingerprint scope (default: name)")
+    privacy: Privacy = Privacy()
+    windows: Windows = Windows()
+    outputs: Outputs
+
+
+class Pipelines(BaseModel):
+    """The whole file: ``[[feed]]`` tables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    feed: list[Feed] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Pipelines:
+        for what, values in (("feed name", [f.name for f in self.feed]), ("input topic", [f.input for f in self.feed])):
+            seen: set[str] = set()
+            for v in values:
+                if v in seen:
+                    raise ValueError(f"duplicate {what} {v!r}")
+                seen.add(v)
+        outputs: dict[str, str] = {}
+        for f in self.feed:
+            for topic in (f.input, f.outputs.records, f.outputs.releases, f.outputs.dlq):
+                if outputs.setdefault(topic, f.name) != f.name:
+                    raise ValueError(f"topic {topic!r} is used by feeds {outputs[topic]!r} and {f.name!r}")
+        return self
+
+
+def _where(error: Any) -> str:
+    loc = [str(p) for p in error["loc"]]
+    if len(loc) >= 2 and loc[0] == "feed" and loc[1].isdigit():
+        loc = [f"feed[{int(loc[1]) + 1}]", *loc[2:]]
+    return ".".join(loc)
+
+
+def load_pipelines(path: Path) -> Pipelines:
+    """Read and validate a pipelines file; any problem is one :class:`ParamsError` line naming it."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ParamsError(f"pipelines file {path}: cannot read it ({exc.strerror})", reason="invalid-setting") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ParamsError(f"pipelines file {path}: not valid TOML ({exc})", reason="invalid-setting") from None
+    try:
+        pipes = Pipelines.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors():
+            msg = "unknown key" if e["type"] == "extra_forbidden" else str(e["msg"]).removeprefix("Value error, ")
+            where = _where(e)
+            problems.append(f"{where}: {msg}" if where else msg)
+        raise ParamsError(f"pipelines file {path}: {'; '.join(problems)}", reason="invalid-setting") from None
+    from stream.io.specs import load_schema
+
+    for f in pipes.feed:
+        try:
+            load_schema(_spec_ref(f.spec, Path(path)))
+        except Exception as exc:  # a spec not found or invalid: name the feed and the spec
+            raise ParamsError(f"pipelines file {path}: feed {f.name!r}: spec {f.spec!r}: "
+                              f"{getattr(exc, 'message', exc)}", reason="invalid-setting") from None
+    return pipes
+
+
+def _spec_ref(spec: str, pipelines_path: Path) -> str:
+    """A spec path relative to the pipelines file, when such a file exists; else the name as given."""
+    candidate = pipelines_path.parent / spec
+    return str(candidate.resolve()) if spec.endswith(".toml") and candidate.is_file() else spec
+
+
+def feed_settings(base: Any, feed: Feed, pipelines_path: Path) -> Any:
+    """The deployment's settings with this feed's values (the feed's :class:`Settings`)."""
+    p, w = feed.privacy, feed.windows
+    values: dict[str, Any] = {
+        "feed": feed.name, "ledger": feed.ledger, "spec": _spec_ref(feed.spec, pipelines_path),
+        "engine": feed.engine or base.engine, "topic_reports": feed.input, "topic_anonymized": feed.outputs.records,
+        "topic_releases": feed.outputs.releases, "topic_dlq": feed.outputs.dlq}
+    for name in ("k", "l", "max_suppression", "max_risk", "avg_risk", "link_guard", "engine_params"):
+        if getattr(p, name) is not None:
+            values[name] = getattr(p, name)
+    for name, field in (("by", "window_by"), ("size_s", "window_size_s"), ("lateness_s", "allowed_lateness_s"),
+                        ("cap", "window_max_reports"), ("idle_timeout_s", "idle_timeout_s")):
+        if getattr(w, name) is not None:
+            values[field] = getattr(w, name)
+    return base.with_updates(**values)
+
+
+def feeds(settings: Any) -> list[Any]:
+    """Every feed's settings: the pipelines file's feeds, or ``[settings]`` (the one ``default`` feed)."""
+    if settings.pipelines is None:
+        return [settings]
+    path = Path(settings.pipelines)
+    return [feed_settings(settings, f, path) for f in load_pipelines(path).feed]
+
+
+def feed_named(settings: Any, name: str | None) -> Any:
+    """One feed's settings by name (``None``: the only feed, or ``default``); a clear error otherwise."""
+    all_feeds = feeds(settings)
+    names = [f.feed for f in all_feeds]
+    if name is None:
+        if len(all_feeds) == 1:
+            return all_feeds[0]
+        raise ParamsError(f"this deployment has several feeds; choose one with --feed ({', '.join(names)})",
+                          reason="invalid-setting")
+    for f in all_feeds:
+        if f.feed == name:
+            return f
+    raise ParamsError(f"no feed named {name!r}; feeds: {', '.join(names)}", reason="invalid-setting")

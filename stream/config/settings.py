@@ -1,0 +1,274 @@
+"""Service settings (pydantic-settings): every field can be set as ``ANONSTREAM_<FIELD>`` in the environment.
+
+Two modes:
+
+* ``embedded`` (default): no broker configured means the bundled ``tansu`` broker is started on a free
+  loopback port; no database configured means SQLite under ``data_dir`` (``./var``); a missing
+  fingerprint key is generated once and kept in ``data_dir/fingerprint.key`` so fingerprints stay
+  stable across restarts.
+* ``production``: ``broker_url``, ``database_url``, ``fingerprint_key`` and ``signing_key`` are required;
+  secrets have no defaults. :meth:`Settings.check_production` names every missing one in a single
+  error line, and refuses weak ones: a fingerprint or signing key of fewer than 32 random bytes, an
+  operator token shorter than 24 characters (with how to generate a key).
+
+Secrets (``fingerprint_key``, ``signing_key``, ``operator_token``) are ``SecretStr`` and never appear in
+logs or reprs.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.errors import AnonymizationError, ParamsError
+from stream.config.secrets import (
+    ENV_PREFIX,
+    SECRET_FIELDS,
+    FileSettings,
+    check_production_secrets,
+    secret_value,
+    weak_key,
+    with_password,
+)
+
+__all__ = ["ENV_PREFIX", "REQUIRED_IN_PRODUCTION", "SECRET_FIELDS", "Settings", "load_settings", "secret_value",
+           "weak_key"]
+
+REQUIRED_IN_PRODUCTION = ("broker_url", "database_url", "fingerprint_key", "signing_key")
+
+
+class Settings(BaseSettings):
+    """Configuration of the worker, the CLI tools and the (later) operator console."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, populate_by_name=True,
+                                      env_nested_delimiter="__")
+
+    mode: Literal["embedded", "production"] = "embedded"
+    # ANONSTREAM_HOME (or ANONSTREAM_DATA_DIR): the embedded instance's files (state, SQLite, key, logs)
+    # (no bare alias such as "home": the environment source would read $HOME for it)
+    data_dir: Path = Field(default=Path("var"), validation_alias=AliasChoices("ANONSTREAM_HOME", "ANONSTREAM_DATA_DIR"))
+
+    # --- broker and topics -------------------------------------------------------------------------
+    broker_url: str | None = Field(default=None, description="kafka://host:port[,host:port]; none = embedded")
+    app_id: str = "anonstream"
+    topic_reports: str = "crime.reports"
+    topic_dlq: str = "crime.reports.dlq"
+    topic_anonymized: str = "crime.anonymized"
+    topic_releases: str = "crime.releases"
+    reports_partitions: int = Field(default=4, ge=1)
+    output_partitions: int = Field(default=1, ge=1)
+    session_timeout_s: float = Field(default=6.0, gt=0, description="consumer session timeout (tansu: 6)")
+    heartbeat_interval_s: float = Field(default=2.0, gt=0)
+    take_max: int = Field(default=2000, ge=1, description="reports persisted per batch")
+    take_within_s: float = Field(default=0.5, gt=0)
+
+    # --- database ----------------------------------------------------------------------------------
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; none = SQLite in data_dir")
+
+    # --- dataset and windows -----------------------------------------------------------------------
+    spec: str = Field(default="crime", description="bundled spec name or path to a spec TOML file")
+    pipelines: Path | None = Field(default=None, description="TOML file declaring several feeds (docs/operations.md "
+                                   "'Several feeds'); none = these settings are the one feed, named default")
+    feed: str = Field(default="default", description="the feed these settings describe (set per feed from "
+                      "`pipelines`; not an operator setting)")
+    ledger: str | None = Field(default=None, description="fingerprint scope of the feed: feeds with the same "
+                               "ledger block each other's released reports; none = the feed's own")
+    window_by: Literal["station", "region", "global"] = "station"
+    regions: dict[str, str] = Field(default_factory=dict, description="station -> region (window_by=region)")
+    window_size_s: int = Field(default=86_400, ge=1)
+    allowed_lateness_s: int = Field(default=3_600, ge=0)
+    window_max_reports: int = Field(default=10_000, ge=1)
+    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
+    tick_interval_s: float = Field(default=1.0, gt=0)
+    max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
+                                          "hour; reports needing more are dead-lettered as window-rate")
+    release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once")
+    release_processes: bool = Field(default=True, description="release windows in child processes (one per "
+                                    "release slot) instead of threads of the worker process")
+
+    # --- input guards (stream/intake/guards.py) and the station registry ----------------------------------
+    max_report_bytes: int = Field(default=65_536, ge=1024, le=1_000_000, description="larger messages are "
+                                  "dead-lettered as too-large")
+    event_time_max_future_s: int = Field(default=86_400, ge=0, le=31_536_000, description="event times further "
+                                         "in the future are dead-lettered as implausible-time")
+    event_time_horizon_days: int = Field(default=3_650, ge=1, le=36_500, description="event times older than "
+                                         "this are dead-lettered as implausible-time")
+    register_stations: Literal["first-sight", "registered"] | None = Field(
+        default=None, description="first-sight: a station's first valid report registers it; registered: only "
+        "stations added with `anonstream stations add`; none = registered in production, first-sight embedded")
+
+    # --- sampling, engine and linking guard --------------------------------------------------------
+    sample_policy: Literal["all", "fraction", "max"] = "all"
+    sample_fraction: float = Field(default=1.0, gt=0, le=1)
+    sample_max: int = Field(default=10_000, ge=1)
+    sample_seed: int = 0
+    engine: str | None = Field(default=None, description="engine name; none = cg-kanon when registered")
+    k: int = Field(default=5, ge=1)
+    l: int | None = Field(default=None, ge=1)  # noqa: E741
+    max_suppression: float = Field(default=0.05, ge=0, le=1)
+    engine_params: dict[str, Any] = Field(default_factory=dict)
+    max_risk: float | None = Field(default=None, gt=0, le=1, description="highest prosecutor risk of a release "
+                                   "(docs/risk.md); passed to engines that enforce it, always verified")
+    avg_risk: float | None = Field(default=None, gt=0, le=1, description="average prosecutor risk of a release; "
+                                   "passed to engines that enforce it, always verified")
+    risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "
+                                  "counted in the manifest and warned about")
+    link_guard: Literal["off", "report", "content", "person"] = Field(
+        default="content", description="history rule: report (station + report id), content (also the "
+        "keyed content fingerprint, whatever station or report id a report arrives under), person (also "
+        "any report of an already released person); see docs/privacy.md")
+    person_columns: tuple[str, ...] = ("name", "dob")
+    content_columns: tuple[str, ...] = Field(
+        default=(), description="columns of the content fingerprint when a report has no person columns; "
+        "empty = event time, every QI and the sensitive value")
+
+    # --- secrets, signing and claim leases (issue 14: trust) ---------------------------------------
+    fingerprint_key: SecretStr | None = None
+    operator_token: SecretStr | None = None
+    signing_key: SecretStr | None = Field(default=None, description="Ed25519 private key (64 hex digits) that "
+                                          "signs manifests; embedded: generated once in data_dir/signing.key")
+    release_public_key: str | None = Field(default=None, description="Ed25519 public key (hex) `consume` "
+                                           "verifies manifests with (`anonstream keys public` prints it)")
+    claim_lease_s: float = Field(default=10.0, gt=0, description="lease of a window or publish claim; its "
+                                 "holder renews it every lease/3, so a dead worker's work is retried within it")
+
+    # --- worker ------------------------------------------------------------------------------------
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(default=6066, ge=0, le=65535)
+    log_level: str = "info"
+    fault_point: Literal["claim", "anonymize", "after-ledger-write", "mid-publish"] | None = Field(
+        default=None, description="testing only: kill the worker hard at this point (crash recovery tests)")
+
+    # --- operations (docs/operations.md) -----------------------------------------------------------
+    log_format: Literal["text", "json"] = Field(default="text", description="json: one object per line")
+    database_password: SecretStr | None = Field(
+        default=None, description="inserted into DATABASE_URL when it has none (use *_FILE for a secret file)")
+    console_port: int = Field(default=6067, ge=0, le=65535, description="port `run` advertises for the console")
+    broker_watch_s: float = Field(default=5.0, gt=0, description="how often `run` checks its broker's topics")
+    broker_lost_exit_s: float = Field(default=120.0, gt=0,
+                                      description="exit 3 if the broker stays unreachable this long")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any, env_settings: Any,
+                                   dotenv_settings: Any, file_secret_settings: Any) -> tuple[Any, ...]:
+        return init_settings, env_settings, FileSettings(settings_cls), dotenv_settings, file_secret_settings
+
+    @model_validator(mode="after")
+    def _production_secrets(self) -> Settings:
+        if self.mode == "production":
+            self.check_production()
+        return self
+
+    def check_production(self) -> None:
+        """Every setting production needs is set, and no secret is weak (one error line naming them all)."""
+        check_production_secrets(self, REQUIRED_IN_PRODUCTION)
+
+    # --- derived values ----------------------------------------------------------------------------
+    @property
+    def embedded_broker(self) -> bool:
+        return not self.broker_url
+
+    def db_url(self) -> str:
+        if self.database_url:
+            return with_password(self.database_url, self.database_password)
+        return f"sqlite:///{(self.data_dir / 'anonstream.db').resolve()}"
+
+    def bootstrap_servers(self) -> list[str]:
+        """``host:port`` list from ``broker_url`` (``kafka://a:1,b:2`` or ``a:1,b:2``)."""
+        if not self.broker_url:
+            raise ParamsError("no broker configured; set ANONSTREAM_BROKER_URL", reason="missing-setting")
+        text = self.broker_url.split("://", 1)[-1]
+        return [h.strip() for h in text.replace(";", ",").split(",") if h.strip()]
+
+    def faust_broker(self) -> str:
+        return "kafka://" + ";".join(self.bootstrap_servers())
+
+    def key_bytes(self) -> bytes:
+        """The fingerprint key; in embedded mode created once under ``data_dir`` when not configured."""
+        if self.fingerprint_key is not None and self.fingerprint_key.get_secret_value():
+            return self._scoped(self.fingerprint_key.get_secret_value().encode())
+        if self.mode == "production":
+            raise ParamsError("production mode needs ANONSTREAM_FINGERPRINT_KEY", reason="missing-setting")
+        path = self.data_dir / "fingerprint.key"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return self._scoped(path.read_text().strip().encode())
+
+    def _scoped(self, key: bytes) -> bytes:
+        """The deployment key for the ``default`` ledger scope; a key derived from it (HMAC) for any other
+        feed, so the fingerprints of one feed never match those of another (docs/operations.md)."""
+        scope = self.ledger or self.feed
+        if scope == "default":
+            return key
+        import hmac
+
+        return hmac.new(key, f"feed\x1f{scope}".encode(), "sha256").hexdigest().encode()
+
+    def station_check(self) -> Literal["first-sight", "registered"]:
+        """Production always requires registered stations; embedded mode registers on first sight by default."""
+        if self.mode == "production":
+            return "registered"
+        return self.register_stations or "first-sight"
+
+    def window_key_for(self, station: str) -> str:
+        """The window key of a station's reports; keys of a feed other than ``default`` start with ``<feed>/``."""
+        prefix = "" if self.feed == "default" else f"{self.feed}/"
+        if self.window_by == "station":
+            return f"{prefix}station:{station}"
+        if self.window_by == "region":
+            return f"{prefix}region:{self.regions.get(station, 'unassigned')}"
+        return f"{prefix}global"
+
+    def with_updates(self, **values: Any) -> Settings:
+        """A copy with some fields replaced (validated again)."""
+        data = self.model_dump()
+        for name in SECRET_FIELDS:
+            secret = getattr(self, name)
+            data[name] = secret.get_secret_value() if secret is not None else None
+        data.update(values)
+        return Settings.model_validate(data)
+
+    def env(self) -> dict[str, str]:
+        """These settings as ``ANONSTREAM_*`` environment variables (for worker subprocesses)."""
+        import json
+
+        out: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, SecretStr):
+                value = value.get_secret_value()
+            elif isinstance(value, dict | list | tuple):
+                value = json.dumps(list(value) if isinstance(value, tuple) else value)
+            out[f"{ENV_PREFIX}{name.upper()}"] = str(value)
+        return out
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with explicit overrides (CLI options) applied on top.
+
+    An invalid value raises :class:`AnonymizationError` (``invalid-setting``) naming the variable.
+    """
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        base = Settings()
+        return base.with_updates(**clean) if clean else base
+    except ValidationError as exc:
+        problems = "; ".join(_problem(e) for e in exc.errors())
+        raise AnonymizationError(f"invalid setting: {problems}", reason="invalid-setting") from None
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as ``ANONSTREAM_NAME: message (got value)``; secrets are never echoed."""
+    if not error["loc"]:
+        return str(error["msg"])
+    name = str(error["loc"][0])
+    shown = "" if name in SECRET_FIELDS else f" (got {str(error['input'])[:60]!r})"
+    return f"{ENV_PREFIX}{name.upper()}: {error['msg']}{shown}"

@@ -1,0 +1,1 @@
+"""Intake: guards, input contract and spec validation; every report is accepted or dead-lettered."""

@@ -1,0 +1,1 @@
+"""The station side: push a station's reports, preview them against the ledger, simulate stations."""

@@ -1,0 +1,139 @@
+"""Stations: validate reports locally and push them to ``crime.reports`` with a kafka-python producer.
+
+Messages are keyed by station id (stable partitioning by the broker's murmur2 of the key, never
+Python's ``hash()``). The file is read, validated and sent in chunks (``chunk`` rows at a time,
+each chunk flushed before the next is read), so memory does not grow with the file. Rejected rows
+are not sent: each is counted, the first ``keep`` are kept for the report, and every one can be
+written to a rejects file with its reason (:mod:`stream.io.rejects`). A report id seen earlier in
+the same file is rejected as ``duplicate-id`` naming the first line (found beforehand by
+:mod:`stream.io.dupes`, also in bounded memory).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.encoding import Schema
+from stream.intake.contract import RejectDetail
+from stream.intake.validate import Rejected, ReportValidator
+from stream.io.rows import Row, chunks
+
+
+@dataclass(frozen=True)
+class Rejection:
+    line: int
+    reason: str
+    message: str
+    detail: RejectDetail | None = None
+
+
+class RejectSink(Protocol):
+    def write(self, row: dict[str, Any], rejection: Rejection) -> None: ...
+
+
+@dataclass
+class PushResult:
+    sent: int = 0
+    rejected_count: int = 0
+    rejected: list[Rejection] = field(default_factory=list)  # the first `keep` rejections, in file order
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def reasons(self) -> Counter[str]:
+        return self.counts
+
+    def add(self, rejection: Rejection, keep: int) -> None:
+        self.rejected_count += 1
+        self.counts[rejection.reason] += 1
+        if len(self.rejected) < keep:
+            self.rejected.append(rejection)
+
+
+def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
+    from kafka import KafkaProducer
+
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap, "acks": "all", "linger_ms": 20,
+                              "batch_size": 256 * 1024, "enable_idempotence": False,
+                              "max_in_flight_requests_per_connection": 5, "client_id": "anonstream-push"}
+    config.update(overrides)
+    return KafkaProducer(**config)
+
+
+def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON values: NaN -> None, timestamps -> ISO-8601, numpy scalars -> Python scalars."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if v is None or (isinstance(v, float) and v != v):
+            out[k] = None
+        elif hasattr(v, "isoformat"):
+            out[k] = v.isoformat()
+        elif hasattr(v, "item"):
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
+                 station: str | None = None, progress: Callable[[int, int], None] | None = None,
+                 total: int = 0, rejects: RejectSink | None = None, chunk: int = 5000,
+                 keep: int = 1000, repeated: dict[int, int] | None = None,
+                 inspect: Callable[[list[Any]], None] | None = None) -> PushResult:
+    """Validate and send every ``(line, row)``; returns what was sent and what was rejected.
+
+    ``inspect`` is called with each chunk's validated reports (``Clean``) before the chunk is sent
+    (``push`` asks the ledger about them: :mod:`stream.station.preview`).
+
+    ``repeated`` maps the line of a row whose report id appeared earlier in the file to that
+    earlier line (:func:`stream.io.dupes.repeated_ids`); those rows are rejected as ``duplicate-id``.
+    """
+    validator = ReportValidator(schema)
+    station_col, id_col = validator.station_col, validator.id_col
+    result = PushResult()
+    repeated = repeated or {}
+    done = 0
+
+    def reject(line: int, raw: dict[str, Any], rej: Rejection) -> None:
+        result.add(rej, keep)
+        if rejects is not None:
+            rejects.write(raw, rej)
+
+    for part in chunks(iter(rows), chunk):
+        futures = []
+        valid = []
+        for line, raw in part:
+            earlier = repeated.get(line)
+            row = _jsonable_row(dict(raw))
+            if station is not None:
+                given = row.get(station_col)
+                if given not in (None, "") and str(given) != station:
+                    reject(line, raw, Rejection(line, "station-mismatch",
+                                                f"field '{station_col}' does not match --station",
+                                                RejectDetail(station_col, str(given))))
+                    continue
+                row[station_col] = station
+            if earlier is not None:
+                reject(line, raw, Rejection(line, "duplicate-id", f"field '{id_col}': report id already on "
+                                            f"line {earlier} of this file", RejectDetail(id_col, str(row[id_col]))))
+                continue
+            checked = validator.check(dict(row))
+            if isinstance(checked, Rejected):
+                reject(line, raw, Rejection(line, checked.reason, checked.message, checked.detail))
+                continue
+            valid.append((checked, row))
+        if inspect is not None and valid:
+            inspect([checked for checked, _row in valid])
+        for checked, row in valid:
+            futures.append(producer.send(topic, key=checked.station_id.encode(),
+                                         value=json.dumps(row, separators=(",", ":")).encode()))
+            result.sent += 1
+        producer.flush()
+        for fut in futures:
+            fut.get(timeout=30)
+        done += len(part)
+        if progress is not None:
+            progress(done, max(total, done))
+    return result

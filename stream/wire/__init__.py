@@ -1,0 +1,1 @@
+"""Wire formats: topic records, release manifests, signatures, release ids, codebooks and CSV-safe cells."""

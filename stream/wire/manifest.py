@@ -1,0 +1,70 @@
+"""The release manifest: what a release says about itself on ``crime.releases`` (docs/stream.md).
+
+Built once, when the release is stored, from the window, the engine's release and the verifier's
+report; then signed (:mod:`stream.wire.signing`) and kept in the ledger, so a re-publish sends exactly
+the same bytes. Nothing here identifies a report: counts, spans, parameters and public diagnostics.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
+from stream.config.settings import Settings
+from stream.wire.records import clean_json
+
+_MAX_DIAGNOSTIC_BYTES = 100_000
+BLOCK_RULES = ("report", "content", "person")
+
+
+def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """Engine diagnostics safe to publish: no row-level linkage, nothing large (e.g. a PBG-EA front), no
+    wall-clock measurement (they would make two runs of the same window differ)."""
+    out: dict[str, Any] = {}
+    for key, value in reproducible_diagnostics(diagnostics).items():
+        if key in PRIVATE_DIAGNOSTICS:
+            continue
+        clean = clean_json(value)
+        if len(json.dumps(clean, default=str)) <= _MAX_DIAGNOSTIC_BYTES:
+            out[key] = clean
+    return out
+
+
+def release_counts(received: int, released: int, suppressed: int, held_back: int, blocked: int,
+                   duplicates: int, blocked_by: dict[tuple[str, str], int], carried_in: int = 0,
+                   dropped_missing: int = 0) -> dict[str, int]:
+    """The manifest's ``counts``: where every report the window received went (blocked split by rule).
+
+    ``received = released + suppressed + held_back + blocked``. ``held_back`` reports stay pending and
+    are counted again, as ``carried_in``, by the key's next manifest: summed over a key's manifests,
+    ``received - carried_in`` counts every report once (docs/stream.md, "Accounting"). ``dropped_missing``:
+    reports of the key dropped by the spec's ``on_missing = "drop"`` since its previous manifest (they
+    are dead-lettered as ``missing-value`` too, so the station can fix and resend them)."""
+    return {"received": received, "carried_in": carried_in, "released": released, "suppressed": suppressed,
+            "held_back": held_back, "blocked": blocked, "duplicates": duplicates, "dropped_missing": dropped_missing,
+            **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule) for rule in BLOCK_RULES}}
+
+
+def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
+                   release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
+                   risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
+                   columns: list[str], checksum: str, codebook: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
+    settings and the seed only, so the same input gives the same bytes whatever the load (no creation
+    time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
+    ``timings``, and in the logs)."""
+    first, last = span
+    return clean_json({
+        "release_id": rid,
+        "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
+                   "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
+        "event_time": {"first": first.isoformat() if first else None, "last": last.isoformat() if last else None},
+        "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
+        "sample_policy": settings.sample_policy, "link_guard": settings.link_guard,
+        "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
+        "records": records, "columns": columns, "checksum": checksum,
+        "diagnostics": public_diagnostics(release.diagnostics),
+        "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
+    })

@@ -1,0 +1,197 @@
+"""Record schemas of the four topics, keyed fingerprints and the release checksum.
+
+Topics (names configurable in :class:`stream.config.settings.Settings`):
+
+* ``crime.reports``: one JSON report per message, keyed by station id. Example::
+
+    {"report_id": "S1-000042", "station_id": "S1", "event_time": "2024-03-01T10:15:00Z",
+     "name": "Jane Roe", "dob": "1990-04-02", "age": 34, "sex": "F", "suburb": "Carlton",
+     "postcode": "3053", "reporter": "victim", "offence": "Theft"}
+
+* ``crime.reports.dlq``: :class:`DeadLetter` (one-line reason, station, time, and the original payload:
+  at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole message).
+* ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
+  identifiers, no report ids, no fingerprints. ``values`` holds the published table's columns
+  (:func:`core.columns.typed_columns`): each QI label with its typed columns (``age_lo``, ``age_hi``,
+  ``suburb_level``, ``suburb_region`` ...), the sensitive value, ``suppressed`` and the window context
+  (``event_date``, ``station_id``); docs/stream.md "Release columns" explains each.
+* ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+from datetime import UTC
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+def fingerprint(key: bytes, station: str, report_id: str) -> str:
+    """Keyed HMAC-SHA256 of station + report id (the only form in which a report id is stored)."""
+    return hmac.digest(key, f"report\x1f{station}\x1f{report_id}".encode(), "sha256").hex()
+
+
+def person_fingerprint(key: bytes, values: list[str]) -> str | None:
+    """Keyed hash of the configured person columns (e.g. name, dob), normalised; None if all empty."""
+    norm = [" ".join(str(v).split()).casefold() for v in values]
+    if not any(norm):
+        return None
+    return hmac.digest(key, ("person\x1f" + "\x1f".join(norm)).encode(), "sha256").hex()
+
+
+def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, str]]) -> str:
+    """Keyed HMAC of a report's content, independent of its station and report id (survives re-keying).
+
+    With person-level values (e.g. name, dob) present, the person plus the ``event_time`` field
+    identify the incident, so a corrected QI or offence still matches; otherwise the given
+    ``fields`` (name, value) do. Values are whitespace-normalised and case-folded.
+    """
+    norm = [" ".join(str(v).split()).casefold() for v in person]
+    if any(norm):
+        when = dict(fields).get("event_time", "")
+        text = "person-content\x1f" + "\x1f".join(norm) + "\x1e" + when
+    else:
+        text = "content\x1f" + "\x1f".join(f"{n}\x1e{' '.join(str(v).split()).casefold()}"
+                                            for n, v in sorted(fields))
+    return hmac.digest(key, text.encode(), "sha256").hex()
+
+
+def content_hash(data: dict[str, Any]) -> str:
+    text = "\x1f".join(f"{k}\x1e{data[k]}" for k in sorted(data))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=jsonable).encode()
+
+
+def jsonable(obj: Any) -> Any:
+    """numpy scalars / arrays and other odd values to JSON-able Python values."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    if hasattr(obj, "isoformat"):
+        return obj.isoformat()
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    return str(obj)
+
+
+def clean_json(obj: Any) -> Any:
+    """A deep copy that survives a JSON round trip (NaN/inf become None)."""
+    def walk(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {str(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [walk(x) for x in v]
+        return v
+
+    text = json.dumps(obj, default=jsonable)
+    if "NaN" not in text and "Infinity" not in text:  # nothing to replace: skip the walk (10k-row releases)
+        return json.loads(text)
+    return walk(json.loads(text))
+
+
+def record_messages(release_id: str, columns: list[str], rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The ``crime.anonymized`` messages of a release, in order (``seq`` numbers them from 0)."""
+    out = []
+    for seq, row in enumerate(rows):
+        values = dict(zip(columns, row, strict=True))
+        class_id = values.pop("class_id")
+        out.append({"release_id": release_id, "seq": seq, "class_id": class_id, "values": values})
+    return out
+
+
+def context_columns(publish: tuple[str, ...], window_by: str) -> list[str]:
+    """Window context published as record columns: ``event_date``, and the window key as ``station_id``
+    (windows per station) or ``region`` (per region); nothing for the key of global windows."""
+    out = ["event_date"] if "event_date" in publish else []
+    if "station_id" in publish and window_by in ("station", "region"):
+        out.append("station_id" if window_by == "station" else "region")
+    return out
+
+
+def context_values(names: list[str], window: Any) -> dict[str, Any]:
+    """The context columns' values for every record of a release of ``window`` (as its manifest says)."""
+    start = window.start if window.start.tzinfo else window.start.replace(tzinfo=UTC)  # stored as UTC
+    values = {"event_date": start.astimezone(UTC).date().isoformat(),
+              "station_id": window.key.removeprefix("station:"), "region": window.key.removeprefix("region:")}
+    return {n: values[n] for n in names}
+
+
+def checksum(messages: list[dict[str, Any]]) -> str:
+    """SHA-256 over the canonical JSON of the release's record messages in ``seq`` order."""
+    return checksum_encoded([dumps(m) for m in sorted(messages, key=lambda m: m["seq"])])
+
+
+def checksum_encoded(encoded: list[bytes]) -> str:
+    """:func:`checksum` of messages already encoded with :func:`dumps`, in ``seq`` order."""
+    h = hashlib.sha256()
+    for m in encoded:
+        h.update(m)
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+class DeadLetter(BaseModel):
+    """A rejected message. ``payload`` is an excerpt when ``truncated``
+    (see :func:`stream.intake.guards.bounded_payload`);
+    ``station_id`` is set only when the message carried a valid one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    payload: str
+    reason: str
+    message: str
+    station_id: str | None
+    at: str
+    payload_bytes: int = 0
+    payload_sha256: str | None = None
+    truncated: bool = False
+
+
+def dead_letter(raw: bytes | str | None, reason: str, message: str, station_id: str | None,
+                at: Any) -> dict[str, Any]:
+    """A :class:`DeadLetter` as a dict, its payload bounded (at most 16,384 characters, see
+    :func:`stream.intake.guards.bounded_payload`) so it fits any producer's max_request_size."""
+    from stream.intake.guards import bounded_payload, one_line
+
+    return DeadLetter(reason=reason, message=one_line(message), station_id=station_id, at=at.isoformat(),
+                      **bounded_payload(raw)).model_dump()
+
+
+class AnonymizedRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    release_id: str
+    seq: int
+    class_id: int
+    values: dict[str, Any]
+
+
+class Manifest(BaseModel):
+    """A release is complete for a consumer once this has arrived and ``records`` records match ``checksum``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    release_id: str
+    window: dict[str, Any]
+    stations: list[str]
+    engine: str
+    params: dict[str, Any]
+    seed: int
+    k: int
+    l: int | None  # noqa: E741
+    metrics: dict[str, Any]
+    counts: dict[str, int]
+    records: int
+    columns: list[str]
+    checksum: str
+    created_at: str | None = None  # older manifests carried it; the ledger keeps the creation time

@@ -1,0 +1,193 @@
+"""Releases computed in child processes, so a worker's event loop never shares its GIL with them.
+
+A worker's faust event loop, its ingest validation and the Python parts of a release (loading the
+candidates, encoding the batch, the engine's driver loop, verification, encoding 10,000 records)
+all need the one GIL of the worker process; only the numba kernels and the database driver release
+it. Measured on 2 cores with releases in threads, the worker process averaged about one core while
+the machine had idle capacity, and ingest slowed down whenever a window was being released.
+
+:class:`ReleasePool` runs :meth:`Orchestrator.release_window` in ``RELEASE_CONCURRENCY`` spawned
+processes, each with its own database connection and orchestrator. The parent claims the window
+(so the scheduling is unchanged), the child samples, anonymizes, verifies and writes the ledger
+exactly as the thread did, and hands back the release id with the encoded messages; the parent
+publishes them. A child signals verification through a queue, so the release slot is freed at the
+same point as with threads. A child that dies leaves its window claimed in the database (it is
+retried after ``CLAIM_TIMEOUT_S``, as for a crashed worker) and the pool is rebuilt; a worker that
+dies takes its release processes with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from datetime import datetime
+from typing import Any
+
+from db.models import Window
+from stream.config.settings import Settings
+from stream.worker.release import Orchestrator
+
+log = logging.getLogger(__name__)
+
+Encoded = tuple[bytes, list[bytes]]
+
+# --- the child side ---------------------------------------------------------------------------------
+_CHILD: dict[str, Any] = {}
+
+
+def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, log_level: int, parent: int) -> None:
+    from db import Database
+    from stream.io.specs import load_schema
+    from stream.ops import logs
+    from stream.worker.release import Orchestrator
+
+    _exit_with_parent(parent)
+    logs.setup(fmt=settings.log_format, level=log_level)
+    db = Database(settings.db_url())
+    _CHILD.update(orchestrator=Orchestrator(settings, db, load_schema(settings.spec), worker, keep_encoded=True),
+                  verified=verified, barrier=barrier)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker killed hard (SIGKILL, ``os._exit``) never shuts its pool down: its release processes
+    notice within a second that they were re-parented and exit (an open ledger transaction rolls
+    back; the window stays claimed and is retried after the claim timeout).
+
+    ``parent`` is the worker's pid as the worker saw it, not ``os.getppid()`` read here: a worker
+    that dies during start-up, while a spawned child is still importing, would otherwise leave a
+    child that took its new parent (init) for its worker and never exited."""
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def _child_warm_up(rows: list[dict[str, Any]]) -> float | None:
+    elapsed = _CHILD["orchestrator"].warm_up(rows)
+    _CHILD["barrier"].wait(timeout=120)  # every child takes exactly one warm-up task
+    return elapsed
+
+
+def _child_release(window_id: str, now: datetime) -> tuple[str | None, Encoded | None]:
+    orchestrator = _CHILD["orchestrator"]
+    window = orchestrator.repo.window(window_id)
+    if window is None:
+        return None, None
+    rid = orchestrator.release_window(window, now, lambda: _CHILD["verified"].put(window_id))
+    return rid, (orchestrator.take_encoded(rid) if rid is not None else None)
+
+
+# --- the parent side --------------------------------------------------------------------------------
+class ReleasePool:
+    """``processes`` spawned children that release windows; see the module docstring."""
+
+    def __init__(self, settings: Settings, worker: str, processes: int) -> None:
+        self.settings, self.worker, self.processes = settings, worker, processes
+        self._ctx = multiprocessing.get_context("spawn")
+        self._callbacks: dict[str, Callable[[], None]] = {}
+        self._lock = threading.Lock()
+        self._executor: ProcessPoolExecutor | None = None
+        self._verified: Any = None  # queue and reader thread start with the first child
+
+    def _pool(self) -> ProcessPoolExecutor:
+        if self._verified is None:
+            self._verified = self._ctx.Queue()
+            threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True).start()
+        if self._executor is None:
+            barrier = self._ctx.Barrier(self.processes)
+            self._executor = ProcessPoolExecutor(
+                self.processes, mp_context=self._ctx, initializer=_child_init,
+                initargs=(self.settings, self.worker, self._verified, barrier, logging.getLogger().level,
+                          os.getpid()))
+        return self._executor
+
+    def _read_verified(self) -> None:
+        while True:
+            window_id = self._verified.get()
+            if window_id is None:
+                return
+            with self._lock:
+                callback = self._callbacks.pop(window_id, None)
+            if callback is not None:
+                callback()
+
+    async def warm_up(self, rows: list[dict[str, Any]]) -> None:
+        """Run the engine once in every child (the numba kernels load there, not in the first window)."""
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        done = await asyncio.gather(*(loop.run_in_executor(pool, _child_warm_up, rows)
+                                      for _ in range(self.processes)), return_exceptions=True)
+        times = [t for t in done if isinstance(t, float)]
+        if times:
+            log.info("engine warmed up in %d of %d release processes (%.2fs at most)", len(times), self.processes,
+                     max(times))
+
+    async def release(self, window: Window, now: datetime,
+                      on_verified: Callable[[], None]) -> tuple[str | None, Encoded | None]:
+        """Release a claimed window in a child; ``on_verified`` runs (in a thread) once it is verified."""
+        window_id = window.id
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self._callbacks[window_id] = on_verified
+        try:
+            return await loop.run_in_executor(self._pool(), _child_release, window_id, now)
+        except BrokenProcessPool:
+            log.error("a release process died while releasing window %s; restarting the release processes",
+                      window_id)
+            self._restart()
+            raise
+        finally:
+            with self._lock:
+                self._callbacks.pop(window_id, None)
+
+    def pids(self) -> list[int]:
+        """The release processes' pids (metrics: their memory)."""
+        executor = self._executor
+        procs = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor keeps them by pid
+        return [p for p in list(procs) if isinstance(p, int)]
+
+    def _restart(self, kill: bool = False) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            procs = list((getattr(executor, "_processes", None) or {}).values())
+            executor.shutdown(wait=False, cancel_futures=True)
+            if kill:  # a stopping worker takes its release processes with it, busy or not
+                for proc in procs:
+                    if proc.is_alive():
+                        proc.terminate()
+
+    def close(self) -> None:
+        self._restart(kill=True)
+        if self._verified is not None:
+            self._verified.put(None)
+
+
+class ThreadReleases:
+    """The same interface as :class:`ReleasePool`, releasing in threads of the worker process
+    (``RELEASE_PROCESSES=false``): less memory, but the release shares the worker's GIL."""
+
+    def __init__(self, orchestrator: Orchestrator) -> None:
+        self.orchestrator = orchestrator
+
+    async def warm_up(self, rows: list[dict[str, Any]]) -> None:
+        await asyncio.to_thread(self.orchestrator.warm_up, rows)
+
+    async def release(self, window: Window, now: datetime,
+                      on_verified: Callable[[], None]) -> tuple[str | None, Encoded | None]:
+        """The encoded messages stay with the orchestrator (``take_encoded``): None is returned for them."""
+        return await asyncio.to_thread(self.orchestrator.release_window, window, now, on_verified), None
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,95 @@
+"""Release processes: a window released in a child is the one a thread would release, the slot is
+signalled at verification, and a worker killed hard takes its release processes with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import select
+
+import migrations
+from db import Database
+from db.models import Release, Window
+from stream.config.settings import Settings
+from stream.io.specs import load_schema
+from stream.ops.runtime import ROOT
+from stream.testing.reports import day_of_reports, spec_ref
+from stream.worker.pool import ReleasePool
+from stream.worker.service import WorkerService
+
+
+def _settings(tmp_path: Path) -> Settings:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    migrations.upgrade(url)
+    return Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, window_max_reports=60,
+                    fingerprint_key="pool-test-key", release_concurrency=1, engine_params={"time_limit": 0.2})
+
+
+def test_a_child_releases_the_claimed_window_and_signals_verification(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    db = Database(settings.db_url())
+    service = WorkerService(settings.with_updates(release_processes=False), db, load_schema(settings.spec), "w1")
+    pool = ReleasePool(settings, "w1", 1)
+    verified: list[float] = []
+    try:
+        async def scenario() -> tuple[str | None, object]:
+            rows = day_of_reports(1, 60, seed=3)["S1"]
+            await service.handle_batch([json.dumps(r).encode() for r in rows], _no_send)
+            (wid, why), = service.orchestrator.due(datetime.now(UTC))
+            window = service.orchestrator.claim(wid, why, datetime.now(UTC))
+            assert window is not None
+            return await pool.release(window, datetime.now(UTC), lambda: verified.append(time.monotonic()))
+
+        rid, encoded = asyncio.run(scenario())
+    finally:
+        pool.close()
+    assert rid is not None and len(verified) == 1
+    manifest, records = encoded  # type: ignore[misc]
+    assert json.loads(manifest)["release_id"] == rid and len(records) == json.loads(manifest)["records"]
+    with db.read() as s:
+        assert s.execute(select(Release.state).where(Release.id == rid)).scalar_one() == "stored"
+        assert s.execute(select(Window.state).where(Window.release_id == rid)).scalar_one() == "released"
+
+
+async def _no_send(topic: str, key: bytes | None, value: bytes) -> asyncio.Future[None]:
+    raise AssertionError("nothing is dead-lettered here")
+
+
+CHILD = """
+import asyncio, os, sys
+from stream.worker.pool import ReleasePool
+from stream.config.settings import Settings
+pool = ReleasePool(Settings.model_validate_json(sys.argv[1]), "w1", 2)
+asyncio.run(pool.warm_up([]))
+print(" ".join(str(pid) for pid in pool._pool()._processes), flush=True)
+os._exit(9)  # no shutdown: like a worker killed hard
+"""
+
+
+def test_release_processes_exit_when_their_worker_dies_hard(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    out = subprocess.run([sys.executable, "-c", CHILD, settings.model_dump_json()], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 9, out.stderr
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 15
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+    assert not alive, f"release processes {alive} outlived their worker"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
