@@ -58,7 +58,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
     from core.verify import verify_release
-    from stream.cli.progress import ProgressPrinter
+    from stream.cli._progress import ProgressPrinter
     from stream.io.specs import load_schema
     from stream.io.tables import read_for_spec
 

@@ -27,13 +27,6 @@ choice, 'list of' for lists given as JSON) and its bounds:
 Parameters of privacy models an engine refuses (l or t) are not listed for it.
 """
 
-WARMUP_HELP = """\
-Compile (after an install or upgrade) or load every engine's numba kernels once, so no engine
-pays for compilation inside its time budget, and refresh the cached engine listing. Run it once
-after installing (the Docker image runs it at build time). Kernels go to NUMBA_CACHE_DIR
-(default: the anonstream folder of your user cache).
-"""
-
 
 def sources_fingerprint() -> str:
     """Hash of the Python version, this module and every module under ``core`` (path, size, mtime).
@@ -98,29 +91,8 @@ def cmd_engines(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_warmup(args: argparse.Namespace) -> int:
-    import time
-
-    from core.engines.warmup import warm_up_all
-
-    started = time.perf_counter()
-    times = warm_up_all(args.engine or None)
-    for name, seconds in times.items():
-        print(f"{name:<12} {seconds:6.2f}s")
-    cached_listing(refresh=True)
-    print(f"kernels ready in {time.perf_counter() - started:.1f}s "
-          f"(cache: {os.environ.get('NUMBA_CACHE_DIR') or 'numba default'})")
-    return 0
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    from core.engines.registry import engine_names
-
     e = sub.add_parser("engines", help="list engines with their parameters and defaults",
                        description=ENGINES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("--refresh", action="store_true", help="rebuild the cached listing")
     e.set_defaults(func=cmd_engines)
-    w = sub.add_parser("warmup", help="compile or load every engine's kernels once (run after installing)",
-                       description=WARMUP_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    w.add_argument("--engine", action="append", choices=engine_names(), help="only this engine (repeatable)")
-    w.set_defaults(func=cmd_warmup)

@@ -19,7 +19,7 @@ from core.engines.registry import get_engine, make_params
 from core.errors import AnonymizationError, ParamsError
 from core.lattice import Lattice
 from core.schema import DatasetSpec, parse_spec
-from stream.cli.progress import ProgressPrinter
+from stream.cli._progress import ProgressPrinter
 from stream.io.specs import load_spec_data
 from stream.io.tables import read_for_spec
 

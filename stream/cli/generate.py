@@ -12,7 +12,7 @@ import numpy as np
 
 from core.errors import InputDataError
 from core.generators import CrimeChunk, iter_crime_reports
-from stream.cli.progress import ProgressPrinter
+from stream.cli._progress import ProgressPrinter
 
 GENERATE_HELP = """\
 Generate realistic synthetic crime reports (core/generators/crime.py) for demos, tests and benchmarks.

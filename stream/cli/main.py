@@ -1,4 +1,4 @@
-"""``anonstream`` command line: one sub-command module per area, registered explicitly below.
+"""``anonstream`` command line: one module per command, named after it, registered explicitly below.
 
 Start-up is kept short: this module imports only the standard library. ``anonstream --help`` lists
 the commands from the table below without importing any of them; running a command imports only
@@ -17,16 +17,16 @@ import sys
 COMMANDS: dict[str, tuple[str, str]] = {
     "anonymize": ("stream.cli.anonymize", "anonymize a CSV file with one engine"),
     "engines": ("stream.cli.engines", "list engines with their parameters and defaults"),
-    "warmup": ("stream.cli.engines", "compile or load every engine's kernels once (run after installing)"),
+    "warmup": ("stream.cli.warmup", "compile or load every engine's kernels once (run after installing)"),
     "front": ("stream.cli.front", "Pareto front of privacy and loss (PBG-EA): table and PNG"),
-    "run": ("stream.cli.service", "run a worker (embedded broker if none configured)"),
-    "demo": ("stream.cli.service", "embedded broker + worker + simulated stations, one day"),
-    "migrate": ("stream.cli.service", "upgrade the ledger database (or check / downgrade it)"),
+    "run": ("stream.cli.run", "run a worker (embedded broker if none configured)"),
+    "demo": ("stream.cli.demo", "embedded broker + worker + simulated stations, one day"),
+    "migrate": ("stream.cli.migrate", "upgrade the ledger database (or check / downgrade it)"),
     "push": ("stream.cli.push", "validate a station's CSV/JSONL reports and push them"),
     "consume": ("stream.cli.consume", "write each complete release as CSV, Parquet or JSON lines (resumes)"),
     "console": ("stream.cli.console", "serve the operator console (web)"),
-    "releases": ("stream.cli.console", "list, show, re-verify, re-publish or export releases"),
-    "status": ("stream.cli.console", "pool, DLQ, lag, windows and worker health in one screen"),
+    "releases": ("stream.cli.releases", "list, show, re-verify, re-publish or export releases"),
+    "status": ("stream.cli.status", "pool, DLQ, lag, windows and worker health in one screen"),
     "stations": ("stream.cli.stations", "register, list or remove the stations allowed to push"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),

@@ -36,7 +36,7 @@ Examples:
 """
 
 def _progress(label: str) -> Any:
-    from stream.cli.progress import ProgressPrinter
+    from stream.cli._progress import ProgressPrinter
 
     printer = ProgressPrinter(label)
 

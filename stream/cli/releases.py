@@ -1,16 +1,97 @@
-"""``anonstream releases republish|export`` and why ``releases verify`` found a release missing.
-
-Both work from the ledger (the database holds every stored release: manifest, columns, rows), found
-the one way every command finds it (``--database``, ``ANONSTREAM_DATABASE_URL``, else the instance
-under ``ANONSTREAM_HOME``); ``republish`` also needs the broker.
-"""
+"""``anonstream releases list|show|verify|republish|export``: the releases in the ledger."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from core.errors import InputDataError
+from stream.cli._ledger_options import console_service, guarded, ledger_options, print_json
+from stream.cli.risk import format_risk
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from db.console_queries import ReleaseFilter
+    from stream.console.service import parse_when
+
+    svc = console_service(args)
+    f = guarded(lambda: ReleaseFilter(station=args.station, since=parse_when(args.since),
+                                     until=parse_when(args.until, end_of_day=True), limit=args.limit))
+    data = guarded(lambda: svc.releases(f))
+    if args.json:
+        print_json(data)
+        return 0
+    head = f"{'released at (UTC)':19}  {'release':24}  {'window':28}  {'engine':10} {'k':>3} {'l':>3} " \
+           f"{'loss':>6} {'rel':>6} {'supp':>5} {'held':>5}  state"
+    print(head)
+    for r in data["releases"]:
+        w = r["window"]
+        loss = f"{r['information_loss']:.3f}" if isinstance(r["information_loss"], float) else "-"
+        print(f"{(r['created_at'] or '')[:19].replace('T', ' '):19}  {r['id']:24}  "
+              f"{(w['key'] + ' ' + (w['start'] or '')[:10] + ' #' + str(w['seq']))[:28]:28}  {r['engine'][:10]:10} "
+              f"{r['k']:>3} {r['l'] if r['l'] is not None else '-':>3} {loss:>6} {r['released']:>6} "
+              f"{r['suppressed']:>5} {r['held_back']:>5}  {r['state']}")
+    print(f"{len(data['releases'])} of {data['total']} release(s)")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    svc = console_service(args)
+    d = guarded(lambda: svc.release(args.id))
+    if d is None:
+        raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
+    if args.json:
+        print_json(d)
+        return 0
+    w, an = d["window"], d.get("analysis") or {}
+    cs = an.get("class_sizes") or {}
+    print(f"release {d['id']}  ({d['state']}, stored {d['created_at']}, published {d['published_at']})")
+    print(f"  window    {w['key']} {w['start']} .. {w['end']} #{w['seq']}")
+    print(f"  stations  {', '.join(d['stations'])}")
+    print(f"  engine    {d['engine']}  params {json.dumps(d['params'])}  seed {d['seed']}")
+    verdict = "passed" if (d.get("verification") or {}).get("ok") else "FAILED"
+    print(f"  privacy   k={d['k']} l={d['l']}  verifier {verdict}")
+    print(f"  counts    received {d['received']}  released {d['released']}  suppressed {d['suppressed']}  "
+          f"held back {d['held_back']}  blocked {d['blocked']}")
+    print(f"  classes   {cs.get('classes')}  size min/median/max {cs.get('min')}/{cs.get('median')}/{cs.get('max')}")
+    loss = d.get("per_attribute_loss") or {}
+    if isinstance(d.get("information_loss"), float):
+        print(f"  info loss {d['information_loss']:.4f}  per attribute: "
+              + ", ".join(f"{k} {v:.3f}" for k, v in loss.items()))
+    risk = ((d.get("manifest") or {}).get("privacy") or {}).get("risk")
+    if risk:
+        print("  re-identification risk:")
+        print("\n".join(format_risk(risk, indent="    ")))
+    if an.get("offences"):
+        print("  offence frequency within its classes (mean / max share; overall share):")
+        for r in an["offences"]:
+            sev = f" (severity {r['severity']:g})" if r.get("severity") is not None else ""
+            print(f"    {r['value'][:28]:28}{sev:16} {100 * r['mean']:5.1f}% / {100 * r['max']:5.1f}%; "
+                  f"{100 * r['overall']:5.1f}% of {an['records']}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    svc = console_service(args, need_broker=True)
+    res = guarded(lambda: svc.reverify(args.id, "cli", timeout_s=args.timeout))
+    if args.json:
+        print_json(res)
+    else:
+        print(f"release {res['release_id']}: {'OK' if res['ok'] else 'FAILED'}")
+        print(f"  records on {res['topic']}: {res['records_found']} of {res['records_expected']} "
+              f"({res['duplicates']} duplicate(s)); checksum {'matches' if res['checksum_ok'] else 'DIFFERS'}")
+        print(f"  recomputed k={res['k']} l={res['l_distinct']} (required k={res['k_required']} l={res['l_required']}; "
+              f"stored k={res['k_stored']} l={res['l_stored']})")
+        for f in res["failures"]:
+            print(f"  - {f}")
+        if not res["ok"]:
+            from stream.cli.releases import missing_reason
+
+            why = missing_reason(svc, args.id, res)
+            if why:
+                print(f"  why: {why}")
+    return 0 if res["ok"] else 1
 
 
 def missing_reason(svc: Any, release_id: str, res: dict[str, Any]) -> str | None:
@@ -87,3 +168,35 @@ def cmd_export(args: argparse.Namespace) -> int:
     n = export(repo, args.id, Path(args.out))
     print(f"release {args.id}: {n} records and its manifest written to {args.out} (JSON lines, manifest last)")
     return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    common = ledger_options()
+    r = sub.add_parser("releases", help="list, show, re-verify, re-publish or export releases in the ledger")
+    rs = r.add_subparsers(dest="releases_command", metavar="ACTION", required=True)
+    lst = rs.add_parser("list", parents=[common], help="releases, newest first")
+    lst.add_argument("--station", help="only releases containing this station")
+    lst.add_argument("--since", help="released on or after DATE (YYYY-MM-DD) or an ISO time")
+    lst.add_argument("--until", help="released on or before DATE (YYYY-MM-DD) or before an ISO time")
+    lst.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    lst.add_argument("--json", action="store_true", help="print JSON")
+    lst.set_defaults(func=cmd_list)
+    show = rs.add_parser("show", parents=[common], help="one release: metrics, classes, offence frequencies")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(func=cmd_show)
+    ver = rs.add_parser("verify", parents=[common],
+                        help="read a release back from the output topic and recompute k and l (exit 1 if it fails)")
+    ver.add_argument("id")
+    ver.add_argument("--timeout", type=float, default=30.0, help="seconds to read the topic (default 30)")
+    ver.add_argument("--json", action="store_true", help="print JSON")
+    ver.set_defaults(func=cmd_verify)
+
+    rep = rs.add_parser("republish", parents=[common],
+                        help="publish releases again from the ledger (records, then manifest)")
+    rep.add_argument("ids", nargs="+", metavar="ID")
+    rep.set_defaults(func=cmd_republish)
+    exp = rs.add_parser("export", parents=[common], help="write a release from the ledger as JSON lines")
+    exp.add_argument("id")
+    exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
+    exp.set_defaults(func=cmd_export)

@@ -1,0 +1,85 @@
+"""``anonstream run``: one worker, with the embedded broker when none is configured."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stream.cli._worker_options import overrides, quiet, worker_options
+from stream.config.settings import Settings, load_settings
+
+RUN_HELP = """\
+Run one worker: consume crime reports, window them, release anonymized batches.
+
+With no broker configured (ANONSTREAM_BROKER_URL / --broker) the bundled broker is started on a
+free loopback port (`pip install 'anonstream[embedded]'`); with no database configured, SQLite under
+the data directory (ANONSTREAM_HOME, default ./var) is used. The instance is recorded in
+$ANONSTREAM_HOME/instance.json, so every other command finds its broker and database. Migrations run
+first unless --no-migrate; releases the broker lacks are re-published from the ledger. The web port
+serves /metrics (Prometheus) and /ready. Exit codes: 0 ok, 2 usage, 3 broker/database unreachable
+or lost. All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
+
+Several feeds (each its own input topic, spec, engine, privacy parameters, windows and output
+topics) are served by the same worker with --pipelines FILE (or ANONSTREAM_PIPELINES); see
+stream/specs/pipelines.example.toml and docs/operations.md "Several feeds".
+"""
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    quiet(args)
+    from core.errors import ParamsError
+    from stream.ops.broker import free_port
+    from stream.ops.locate import port_free, resolve
+    from stream.ops.runtime import embedded
+    from stream.worker.app import run_worker
+
+    settings = resolve(load_settings(**overrides(args)))  # flag > environment > the instance's state file
+    if settings.web_port == 0:
+        settings = settings.with_updates(web_port=free_port(settings.web_host))
+    elif not port_free(settings.web_host, settings.web_port):
+        raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
+                          "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
+    if settings.pipelines is not None:  # a bad pipelines file is one error line before anything starts
+        from stream.config.feeds import load_pipelines
+
+        load_pipelines(Path(settings.pipelines))
+    with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
+        _announce(ready)
+        return run_worker(ready)
+
+
+def _announce(s: Settings) -> None:
+    """Where everything is, and what to try next (stdout; logs go to stderr)."""
+    from stream.ops.locate import safe_url
+
+    home = s.data_dir.resolve()
+    embedded_note = f" (embedded, log {home / 'broker.log'})" if (home / "instance.json").exists() else ""
+    web = f"http://{s.web_host}:{s.web_port}"
+    print("\n".join([
+        f"anonstream run: worker on {web}/  (metrics {web}/metrics, readiness {web}/ready)",
+        f"  broker    {s.broker_url}{embedded_note}",
+        f"  database  {safe_url(s.db_url())}",
+        f"  console   anonstream console --port {s.console_port}  (then open http://127.0.0.1:{s.console_port}/)",
+        f"  home      {home}  (other commands find this instance from any directory with ANONSTREAM_HOME={home})",
+        *_feed_lines(s),
+        "  next      anonstream push reports.csv --station S1    |    anonstream status"]), flush=True)
+
+
+def _feed_lines(s: Settings) -> list[str]:
+    """One line per feed when a pipelines file declares them."""
+    if s.pipelines is None:
+        return []
+    from stream.config.feeds import feeds
+
+    return [f"  feed      {f.feed}: {f.topic_reports} -> {f.topic_anonymized} (spec {f.spec}, engine "
+            f"{f.engine or 'default'}, k={f.k})" for f in feeds(s)]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("run", parents=[worker_options()], help="run a worker (embedded broker if none configured)",
+                       description=RUN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--web-port", type=int, help="worker web port: /metrics, /ready (default 6066; 0 = a free port)")
+    r.add_argument("--no-migrate", action="store_true", help="skip the migrations start-up step")
+    r.add_argument("--pipelines", metavar="FILE", help="serve several feeds declared in this TOML file (default: "
+                   "ANONSTREAM_PIPELINES; none = one feed from these settings); see docs/operations.md")
+    r.set_defaults(func=cmd_run)

@@ -1,0 +1,96 @@
+"""``anonstream status``: pool, dead letters, lag, windows and worker health in one screen."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from core.errors import InputDataError
+from stream.cli._ledger_options import console_service, guarded, ledger_options, print_json
+
+
+def _age(s: float | None) -> str:
+    return "-" if s is None else (f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    svc = console_service(args)
+    h = guarded(svc.health)
+    if args.feed:
+        return _feed_status(h, args.feed, args.json)
+    if args.json:
+        print_json(h)
+        return 0
+    wk, pool, dlq, lag = h["worker"], h["pool"], h["dlq"], h["lag"]
+    act = wk.get("activity") or {}
+    print(f"worker    {wk.get('status')}; last ingest {act.get('last_ingest_at') or '-'}; "
+          f"last release {act.get('last_release_at') or '-'}; releases {act.get('releases_by_state')}")
+    for b in wk.get("heartbeats") or []:
+        print(f"          {b['worker']}: heartbeat {_age(b['heartbeat_age_s'])} ago, partitions {b['partitions']}")
+    print(f"pool      {pool['pending_total']} pending; oldest {_age(pool['oldest_pending_age_s'])}")
+    for r in pool["stations"]:
+        print(f"          {r['station']:12} pending {r['pending']:>6}  oldest {_age(r['oldest_pending_age_s']):>6}  "
+              f"released {r['released']:>7}  suppressed {r['suppressed']:>5}  blocked {r.get('blocked', 0):>5}  "
+              f"duplicates {r.get('duplicates', 0):>5}  corrections replaced {r.get('corrections_replaced', 0)}"
+              f" / not re-released {r.get('corrections_released', 0)}{'  PAUSED' if r.get('paused') else ''}")
+    print(_linking_line(h))
+    print(f"dlq       {dlq['total']} rejected: " + (", ".join(f"{k} {v}" for k, v in dlq["by_reason"].items()) or "-"))
+    if lag.get("error"):
+        print(f"lag       unavailable: {lag['error']}")
+    else:
+        print(f"lag       {lag['total']} on {lag['topic']} (group {lag['group']}, {len(lag['partitions'])} partitions)")
+    ws = h["windows"]
+    print(f"windows   {ws['by_state']}; held {len(ws['held'])}, carried {len(ws['carried'])}")
+    for w in ws["held"]:
+        print(f"          HELD {w['id']}: {w['reason']}")
+    feeds = h.get("feeds") or []
+    if [f["feed"] for f in feeds] not in ([], ["default"]):
+        print("feeds")
+        for f in feeds:
+            print(_feed_line(f))
+    return 0
+
+
+def _feed_line(f: dict[str, Any]) -> str:
+    return (f"          {f['feed']:12} pending {f['pending']:>6}  oldest {_age(f['oldest_pending_age_s']):>6}  "
+            f"released {f['released']:>7}  suppressed {f['suppressed']:>5}  blocked {f['blocked']:>5}  "
+            f"dlq {f.get('dlq', 0):>5}  windows {f['windows']}  releases {f['releases']}")
+
+
+def _feed_status(h: dict[str, Any], feed: str, as_json: bool) -> int:
+    """``status --feed NAME``: that feed's pool, windows and releases, and its held / carried windows."""
+    found = [f for f in h.get("feeds") or [] if f["feed"] == feed]
+    if not found:
+        known = ", ".join(f["feed"] for f in h.get("feeds") or []) or "none yet"
+        raise InputDataError(f"no feed named {feed!r} in the ledger (feeds: {known})", reason="unknown-feed")
+    prefix = "" if feed == "default" else f"{feed}/"
+    ws = h["windows"]
+    mine = [w for w in ws["held"] + ws["carried"] if w["key"].startswith(prefix)
+            and (prefix or "/" not in w["key"].split(":", 1)[0])]
+    if as_json:
+        print_json({"feed": found[0], "windows": mine})
+        return 0
+    print(f"feed      {feed}")
+    print(_feed_line(found[0]))
+    for w in mine:
+        print(f"          {w['state'].upper()} {w['id']}: {w['reason']}")
+    return 0
+
+
+def _linking_line(h: dict[str, Any]) -> str:
+    """Reports the linking guard blocked, per rule (report id, content fingerprint, person)."""
+    by: dict[str, int] = {}
+    for c in h.get("duplicates") or []:
+        if c.get("kind") == "link-guard":
+            by[c["reason"]] = by.get(c["reason"], 0) + int(c["count"])
+    text = ", ".join(f"{rule} {n}" for rule, n in sorted(by.items())) or "none"
+    return f"linking   blocked (already released): {text}"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    st = sub.add_parser("status", parents=[ledger_options()],
+                        help="pool, DLQ, lag, windows and worker health in one screen")
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.add_argument("--feed", help="only this feed (several feeds in one deployment): its pool, windows, releases")
+    st.add_argument("--broker-timeout", type=float, default=8.0, help="seconds to wait for the broker (default 8)")
+    st.set_defaults(func=cmd_status)
