@@ -23,16 +23,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from db.models import PendingReport, Window
+from db.reports import IncomingReport
 from db.window_state import utc
-
-if TYPE_CHECKING:
-    from db.ledger import IncomingReport
 
 REPLACED = "replaced"
 RELEASED = "released"

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -29,6 +28,7 @@ from sqlalchemy.orm import Session
 from db.bulk import bulk_insert
 from db.corrections import REPLACED, apply_corrections, sort_versions
 from db.models import Counter, DlqEvent, PendingReport
+from db.reports import IncomingReport, IngestResult, Rejection
 from db.session import Database, insert_ignore
 from db.stations import UNREGISTERED, register_seen, registered_in
 from db.window_state import due_windows, pool_sizes
@@ -55,39 +55,6 @@ def is_transient(exc: BaseException) -> bool:
 
 class _Retry(Exception):
     """A window closed or a report was inserted concurrently: redo the whole unit."""
-
-
-@dataclass(frozen=True)
-class IncomingReport:
-    """An accepted report without direct identifiers."""
-
-    fingerprint: str
-    person_fp: str | None
-    content_hash: str
-    station_id: str
-    window_key: str
-    event_time: datetime
-    data: dict[str, Any]
-    content_fp: str | None = None  # keyed fingerprint of the content (survives re-keying)
-
-
-@dataclass(frozen=True)
-class Rejection:
-    station_id: str
-    reason: str
-    message: str
-    window_key: str | None = None  # set for ``missing-value`` drops: tallied on the key's window (manifest)
-
-
-@dataclass
-class IngestResult:
-    accepted: int = 0
-    duplicates: int = 0
-    corrections: int = 0  # of which ``replaced`` replaced a pending report (db.corrections)
-    replaced: int = 0
-    rejected: int = 0
-    windows: set[str] = field(default_factory=set)
-    refused: list[tuple[int, str, str]] = field(default_factory=list)  # (index in the batch, reason, message)
 
 
 def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: datetime,

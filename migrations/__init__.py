@@ -2,7 +2,7 @@
 
 Nothing here runs at import. :func:`upgrade`, :func:`downgrade` and :func:`check` build an Alembic
 config pointing at this package; ``env.py`` takes the metadata from :mod:`db` and the URL from the
-config (set here) or else from :class:`stream.config.settings.Settings`.
+config (set here) or else from the environment (:func:`db.url.url_from_environment`).
 """
 
 from __future__ import annotations
@@ -54,6 +54,6 @@ def current(url: str | None = None) -> str | None:
 
 
 def _settings_url() -> str:
-    from stream.config.settings import Settings
+    from db.url import url_from_environment
 
-    return Settings().db_url()
+    return url_from_environment()

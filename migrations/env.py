@@ -1,4 +1,4 @@
-"""Alembic environment: metadata from :mod:`db`, URL from the config or from the service settings."""
+"""Alembic environment: metadata from :mod:`db`, URL from the config or from the environment (db.url)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ def _url() -> str:
     url = cfg.get_main_option("sqlalchemy.url")
     if url:
         return url
-    from stream.config.settings import Settings
+    from db.url import url_from_environment
 
-    return Settings().db_url()
+    return url_from_environment()
 
 
 def run_offline() -> None:

@@ -13,9 +13,6 @@ From the released rows alone it:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -24,31 +21,7 @@ from core.engines.base import Release
 from core.privacy.check import contingency
 from core.privacy.models import distinct_l, emd, entropy_l, recursive_cl_ok, recursive_l
 from core.privacy.requirement import PrivacyRequirement
-
-
-@dataclass
-class VerificationReport:
-    ok: bool
-    mode: str
-    k: int = 0
-    l_distinct: int | None = None
-    l_entropy: float | None = None
-    l_recursive: int | None = None
-    t: float | None = None
-    max_risk: float | None = None
-    avg_risk: float | None = None
-    released: int = 0
-    suppressed: int = 0
-    failures: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def raise_if_failed(self) -> None:
-        if not self.ok:
-            from core.errors import VerificationError
-
-            raise VerificationError("release failed verification: " + "; ".join(self.failures[:5]))
+from core.verify.report import VerificationReport, check_risk
 
 
 def _check_accounting(original: pd.DataFrame, release: Release, req: PrivacyRequirement,
@@ -82,19 +55,6 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
         if bad:
             failures.append(f"QI '{name}': {len(bad)} label(s) do not generalize the original value, "
                             f"e.g. {bad[0][1]!r}")
-
-
-def check_risk(rep: VerificationReport, req: PrivacyRequirement, avg: float, failures: list[str]) -> None:
-    """Prosecutor risk of the released records: highest 1 / rep.k, average ``avg``."""
-    if not rep.k:
-        return
-    rep.max_risk = 1.0 / rep.k
-    rep.avg_risk = avg
-    if req.max_risk is not None and rep.max_risk > req.max_risk + 1e-12:
-        failures.append(f"highest prosecutor risk is {rep.max_risk:.4f} (a class of {rep.k} rows), "
-                        f"requirement max_risk={req.max_risk}")
-    if req.avg_risk is not None and avg > req.avg_risk + 1e-9:
-        failures.append(f"average prosecutor risk is {avg:.4f}, requirement avg_risk={req.avg_risk}")
 
 
 def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
@@ -136,13 +96,3 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
     rep.failures = failures
     rep.ok = not failures
     return rep
-
-
-def verify_release(original: pd.DataFrame, release: Release, schema: Schema,
-                   req: PrivacyRequirement | None = None) -> VerificationReport:
-    """Verify ``release`` against the ``original`` input rows (identifiers may be present)."""
-    if release.verification_mode == "k-regular":
-        from core.verify.kregular import verify_k_regular
-
-        return verify_k_regular(original, release, schema, req)
-    return verify_classes(original, release, schema, req)

@@ -32,7 +32,7 @@ from core.engines.base import Release
 from core.hierarchies.dates import to_days
 from core.hierarchies.intervals import parse_interval, split_interval
 from core.privacy.requirement import PrivacyRequirement
-from core.verify.classes import VerificationReport, check_risk
+from core.verify.report import VerificationReport, check_risk
 
 
 def _numeric_bounds(label: str) -> tuple[float, float]:

@@ -21,7 +21,7 @@ Example:
 
 def cmd_console(args: argparse.Namespace) -> int:
     from stream.config.settings import load_settings
-    from stream.console import serve
+    from stream.console.server import serve
     from stream.ops.locate import check_database, resolve
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker, spec=args.spec),

@@ -3,7 +3,7 @@
 Start it standalone with ``anonstream console [--port 6067]`` (against the configured database), or
 in-process from the worker or the demo::
 
-    from stream.console import start_console
+    from stream.console.server import start_console
 
     runner = await start_console(settings, db, status_provider=lambda: service.stats)
     ...                      # serve until shutdown
@@ -11,17 +11,12 @@ in-process from the worker or the demo::
 
 A synchronous caller (such as ``anonstream demo``) can use a background thread instead::
 
-    from stream.console import ConsoleThread
+    from stream.console.server import ConsoleThread
 
     with ConsoleThread(settings, port=6067) as console:
         print("console on", console.url)
         ...
 
-See docs/console.md for the pages, the API, the controls and their token.
+See docs/console.md for the pages, the API, the controls and their token. This package's ``__init__``
+imports nothing, so its modules can import one another without a circle through it.
 """
-
-from __future__ import annotations
-
-from stream.console.server import DEFAULT_PORT, ConsoleThread, console_url, serve, start_console
-
-__all__ = ["DEFAULT_PORT", "ConsoleThread", "console_url", "serve", "start_console"]

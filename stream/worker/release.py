@@ -29,6 +29,7 @@ import pandas as pd
 from core.columns import build_codebook, release_columns, typed_columns
 from core.encoding import Schema, encode
 from core.engines.registry import engine_names, get_engine, make_params
+from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
 from db import (
@@ -102,7 +103,7 @@ class Orchestrator:
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
-        """Run the engine once on a few accepted reports and discard the result.
+        """Run the engine once on a few accepted reports, budgets cut (:func:`core.engines.warmup.warm_up`).
 
         The engines' numba kernels are loaded from their on-disk cache on first use (about a second
         for CG-Kanon), which would otherwise come out of the first window's anytime budget and
@@ -115,8 +116,7 @@ class Orchestrator:
             s = self.settings
             params = make_params(engine, {"k": s.k, "l": s.l, "max_suppression": s.max_suppression,
                                           **s.engine_params})
-            batch = encode(pd.DataFrame(rows), self.schema)
-            engine.anonymize(batch, params, np.random.default_rng(0))
+            warm_up(engine, encode(pd.DataFrame(rows), self.schema), params)
         except Exception as exc:  # a warm-up that fails (e.g. too few rows for k) changes nothing
             log.debug("engine warm-up skipped: %s", type(exc).__name__)
             return None

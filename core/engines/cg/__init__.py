@@ -1,11 +1,7 @@
-"""Shared pieces of the severity-weighted CG engines (CG-Kanon and CG-Diverse).
+"""CG-Kanon and CG-Diverse: severity-weighted k-anonymity and l-diversity (one folder, two engines).
 
-See :mod:`core.engines.cg.search` for the anytime search, :mod:`core.engines.cg.state` for the
-normalised objective and :mod:`core.engines.cg.kernels` for the numba kernels; the engines
-themselves are :mod:`core.engines.cg.kanon` and :mod:`core.engines.cg.diverse`.
-:func:`warm_up` loads the kernels ahead of the first real batch.
+The engines are :mod:`core.engines.cg.kanon` and :mod:`core.engines.cg.diverse`; both run
+:func:`core.engines.cg.runner.anonymize_cg`. See :mod:`core.engines.cg.search` for the anytime search,
+:mod:`core.engines.cg.state` for the normalised objective and :mod:`core.engines.cg.kernels` for the
+numba kernels. Kernels are warmed up like every engine's, by :mod:`core.engines.warmup`.
 """
-
-from core.engines.cg.runner import warm_up
-
-__all__ = ["warm_up"]

@@ -132,21 +132,3 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     progress(1.0, f"objective {state.objective():.4f}")
     return build_release(engine.name, batch, problem, state, params, requirement, weights, started, diagnostics)
 
-
-def warm_up() -> float:
-    """Load (or, on a fresh install, compile) the numba kernels on a tiny batch; returns seconds.
-
-    The first CG run in a process otherwise pays this inside its time budget: about 0.5 s to load
-    cached kernels, several seconds to compile them once after an install or upgrade. Services can
-    call this at start-up.
-    """
-    from core.engines.cg.diverse import CGDiverseEngine
-    from core.engines.cg.kanon import CGKanonEngine
-    from core.engines.warmup import tiny_batch
-
-    started = time.perf_counter()
-    batch = tiny_batch()
-    for eng in (CGKanonEngine(), CGDiverseEngine()):
-        eng.anonymize(batch, eng.Params(k=2, l=2) if isinstance(eng, CGDiverseEngine) else eng.Params(k=2),
-                      np.random.default_rng(0))
-    return time.perf_counter() - started

@@ -1,6 +1,7 @@
-"""The intersection-attack harness (bench/linking_attack.py) on a generated pair of overlapping days
-(8 % of day 1 again under another station with new ids), for every engine: through the stream with
-default settings and through batch runs with --ledger, nobody is disclosed or narrowed below k."""
+"""The intersection-attack harness (stream/testing/linking.py, also run by bench/linking_attack.py) on a
+generated pair of overlapping days (8 % of day 1 again under another station with new ids), for every
+engine: through the stream with default settings and through batch runs with --ledger, nobody is
+disclosed or narrowed below k."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.linking_attack import KEY, SCHEMA, overlapping_days, run_batch, run_stream
 from core.attacks import intersection_attack
 from core.engines.registry import engine_names
+from stream.testing.linking import KEY, SCHEMA, overlapping_days, run_batch, run_stream
 
 K = 5
 PARAMS = {"ils": {"time_limit": 0, "max_iterations": 200}}  # a work budget instead of 10 s of wall time

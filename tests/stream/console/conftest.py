@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stream.console import ConsoleThread
+from stream.console.server import ConsoleThread
 from tests.stream.console.seed import TOKEN, Seeded, build
 
 
