@@ -1,6 +1,6 @@
 """Release orchestration: close a window, sample, anonymize, verify, and write the ledger.
 
-Steps for one window (publishing is :mod:`stream.publish`):
+Steps for one window (publishing is :meth:`stream.worker.service.WorkerService.publish`):
 
 1. claim the window (one worker at a time);
 2. candidates: pending reports of the window plus those carried from earlier windows of its key;

@@ -1,21 +1,13 @@
-"""Seeds, release ids, sampling without replacement and the linking guard.
+"""Seeds, release ids, sampling without replacement and the publication order.
 
 * The sample seed of a window is derived from ``settings.sample_seed`` and the window id with
   SHA-256 (never Python's ``hash()``), so a window always gets the same seed; the release id is
   derived from the window id and that seed. Recomputing a window after a crash therefore gives the
   same id, and storing it twice is a no-op.
 * Sampling draws from the pending pool only (released history never enters the pool of candidates),
-  without replacement; unsampled reports stay pending for the next window of their key.
-* Linking guard (``off | report | content | person``, default ``content``): ``report`` excludes any
-  candidate whose report fingerprint (station + report id) is already in the released ledger;
-  ``content`` also excludes candidates whose keyed content fingerprint was released before (or
-  appears earlier in the same window), whatever station or report id they arrive under; ``person``
-  also excludes candidates whose person fingerprint (keyed hash of the configured identifier
-  columns) was released before, so a person appears in at most one release. Excluded reports are
-  marked ``blocked`` and counted per rule in the manifest (``blocked_report`` ...) and in the
-  ``link-guard`` counters shown by ``anonstream status``. ``off`` skips the history look-ups (the
-  pool's unique fingerprints and the ledger's primary key still forbid releasing a report twice).
+  without replacement; unsampled reports stay pending for the next window of their k* The linking guard (which candidates may be released at all) is :mod:`stream.worker.link_guard`;
   docs/privacy.md has the attack each rule stops.
+ps.
 * Publication order: released rows are sorted canonically (by their published values, so the order
   no longer depends on the input's) and then permuted with a private seed (:func:`order_seed`, keyed
   with the fingerprint key and never published): anyone who knows the input order (by report number
