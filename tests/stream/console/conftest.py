@@ -23,7 +23,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 
 class Console(ConsoleThread):
-    """The console on a free loopback port (a :class:`stream.console.ConsoleThread`) plus an HTTP helper."""
+    """The console on a free loopback port (a :class:`stream.console.server.ConsoleThread`) plus an HTTP helper."""
 
     def __init__(self, settings: Any, db: Any = None, **kwargs: Any) -> None:
         super().__init__(settings, db, host="127.0.0.1", port=0, **kwargs)
