@@ -5,9 +5,9 @@
   derived from the window id and that seed. Recomputing a window after a crash therefore gives the
   same id, and storing it twice is a no-op.
 * Sampling draws from the pending pool only (released history never enters the pool of candidates),
-  without replacement; unsampled reports stay pending for the next window of their k* The linking guard (which candidates may be released at all) is :mod:`stream.worker.link_guard`;
+  without replacement; unsampled reports stay pending for the next window of their key.
+* The linking guard (which candidates may be released at all) is :mod:`stream.worker.link_guard`;
   docs/privacy.md has the attack each rule stops.
-ps.
 * Publication order: released rows are sorted canonically (by their published values, so the order
   no longer depends on the input's) and then permuted with a private seed (:func:`order_seed`, keyed
   with the fingerprint key and never published): anyone who knows the input order (by report number
