@@ -64,8 +64,7 @@ def leaves(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tup
 def names_of(path: tuple[str, ...], field: FieldInfo) -> list[str]:
     """The variable names of one setting: its own first, then its aliases."""
     if len(path) == 1 and isinstance(field.validation_alias, AliasChoices):
-        own = [str(c) for c in field.validation_alias.choices if isinstance(c, str)]
-        return sorted(own, key=lambda n: n != env_name(path))
+        return [str(c) for c in field.validation_alias.choices if isinstance(c, str)]
     return [env_name(path), *(env_name((flat,)) for flat, target in ALIASES.items() if target == path)]
 
 
@@ -97,6 +96,15 @@ def as_dict(value: Any) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         return value.model_dump()
     return dict(value) if isinstance(value, Mapping) else {}
+
+
+class NestedEnv(EnvSettingsSource):
+    """The environment source, but a nested name's ``_FILE`` form is not read as a field of its group
+    (``ANONSTREAM_PRIVACY__K_FILE`` is :class:`~stream.config.secrets.FileSettings`' to read)."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        files = {f"{name}_FILE".lower() for name in accepted(self.settings_cls)}
+        return {k: v for k, v in super()._load_env_vars().items() if k.lower() not in files}
 
 
 class AliasEnv(EnvSettingsSource):

@@ -26,7 +26,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import AnonymizationError, ParamsError
 from db.windows import WindowPolicy
-from stream.config.names import ENV_PREFIX, AliasEnv, as_dict, env_name, environ, leaves, names_of, nest
+from stream.config import names
+from stream.config.names import ENV_PREFIX
 from stream.config.privacy import StreamPrivacy
 from stream.config.secrets import (
     SECRET_FIELDS,
@@ -150,8 +151,8 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any, env_settings: Any,
                                    dotenv_settings: Any, file_secret_settings: Any) -> tuple[Any, ...]:
-        return (init_settings, env_settings, AliasEnv(settings_cls), FileSettings(settings_cls), dotenv_settings,
-                file_secret_settings)
+        return (init_settings, names.NestedEnv(settings_cls), names.AliasEnv(settings_cls),
+                FileSettings(settings_cls), dotenv_settings, file_secret_settings)
 
     @model_validator(mode="before")
     @classmethod
@@ -160,8 +161,9 @@ class Settings(BaseSettings):
         the window policy's feed is the settings' feed."""
         if not isinstance(data, dict):
             return data
-        out = nest(data)
-        out["windows"] = {**as_dict(out.get("windows")), "feed": out.get("feed", cls.model_fields["feed"].default)}
+        out = names.nest(data)
+        feed = out.get("feed", cls.model_fields["feed"].default)
+        out["windows"] = {**names.as_dict(out.get("windows")), "feed": feed}
         return out
 
     @model_validator(mode="after")
@@ -249,7 +251,7 @@ class Settings(BaseSettings):
         import json
 
         out: dict[str, str] = {}
-        for path, field in leaves(type(self)):
+        for path, field in names.leaves(type(self)):
             value: Any = self
             for part in path:
                 value = getattr(value, part)
@@ -259,7 +261,7 @@ class Settings(BaseSettings):
                 value = value.get_secret_value()
             elif isinstance(value, dict | list | tuple):
                 value = json.dumps(list(value) if isinstance(value, tuple) else value)
-            out[names_of(path, field)[0]] = str(value)
+            out[names.names_of(path, field)[0]] = str(value)
         return out
 
 
@@ -283,10 +285,10 @@ def _problem(error: Any) -> str:
     loc = tuple(str(part) for part in error["loc"])
     if not loc:
         return str(error["msg"])
-    known = {path: field for path, field in leaves(Settings)}
-    path = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in known), loc[:1])
-    names = names_of(path, known[path]) if path in known else [env_name(path)]
-    env = environ()
-    name = next((n for n in names if n in env or f"{n}_FILE" in env), names[0])
+    known = {path: field for path, field in names.leaves(Settings)}
+    path = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in known), loc)
+    choices = names.names_of(path, known[path]) if path in known else [names.env_name(path)]
+    env = names.environ()
+    name = next((n for n in choices if n in env or f"{n}_FILE" in env), choices[0])
     shown = "" if path[0] in SECRET_FIELDS else f" (got {str(error['input'])[:60]!r})"
     return f"{name}: {str(error['msg']).removeprefix('Value error, ')}{shown}"
