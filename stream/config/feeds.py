@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 from pydantic.fields import FieldInfo
@@ -41,14 +41,15 @@ def _partial(model: type[BaseModel], group: str) -> type[BaseModel]:
     the feed leaves out is the deployment's); any other key is an error."""
     fields: dict[str, Any] = {}
     for path, field in leaves(model, (group,)):
-        info = FieldInfo.merge_field_infos(field, default=None, default_factory=None)
-        fields[path[-1]] = (field.annotation | None, info)
+        annotation: Any = field.annotation
+        fields[path[-1]] = (annotation | None, FieldInfo.merge_field_infos(field, default=None, default_factory=None))
     return create_model(group.title(), __config__=ConfigDict(extra="forbid", frozen=True), __module__=__name__,
                         **fields)
 
 
 if TYPE_CHECKING:
-    Privacy = Windows = BaseModel
+    Privacy: TypeAlias = BaseModel
+    Windows: TypeAlias = BaseModel
 else:
     Privacy = _partial(StreamPrivacy, "privacy")  # a feed's privacy table: any field of StreamPrivacy
     Windows = _partial(WindowPolicy, "windows")  # a feed's windows table: any field of WindowPolicy but feed
