@@ -23,9 +23,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -33,13 +34,25 @@ from db.models import Watermark, Window
 from db.session import insert_ignore
 
 
-@dataclass(frozen=True)
-class WindowPolicy:
-    size_s: int = 86_400
-    lateness_s: int = 3_600
-    cap: int = 10_000
-    max_new_windows_per_hour: int = 500
-    feed: str = "default"  # the feed whose windows these are (stream/config/feeds.py)
+class WindowPolicy(BaseModel):
+    """How a feed's reports are grouped into windows and when a window closes: the one declaration of
+    these settings (``Settings.windows``, a feed's ``windows`` table, ``ANONSTREAM_WINDOWS__*``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    by: Literal["station", "region", "global"] = Field(
+        default="station", description="window key: one window series per station, per region (see regions) or "
+        "one for all")
+    size_s: int = Field(default=86_400, ge=1, description="length of a tumbling window, by event time")
+    lateness_s: int = Field(default=3_600, ge=0, description="a window is due once its key's watermark (latest "
+                            "event time seen) passes its end by this much")
+    cap: int = Field(default=10_000, ge=1, description="a window with this many reports is due; more reports of "
+                     "its period open the next window of the period")
+    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
+    max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
+                                          "hour; reports needing more are dead-lettered as window-rate")
+    feed: str = Field(default="default", description="the feed whose windows these are (the settings' feed; "
+                      "not an operator setting)")
 
     def start_of(self, t: datetime) -> datetime:
         epoch = int(t.timestamp())

@@ -10,11 +10,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
 
 from core.encoding import EncodedBatch
 from core.errors import InfeasibleError
-from core.privacy.requirement import LKind, PrivacyRequirement, TDistance
+from core.privacy.requirement import PrivacyRequirement
 
 Progress = Callable[[float, str], None]
 """Progress callback: fraction done in [0, 1] and a short message. Engines call it on long work."""
@@ -38,27 +37,11 @@ def no_progress(_done: float, _message: str) -> None:
     return None
 
 
-class EngineParams(BaseModel):
-    """Parameters shared by every engine; engines subclass this with their own fields."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    k: int = Field(default=5, ge=1, description="minimum class size (k-anonymity)")
-    l: int | None = Field(default=None, ge=1, description="l-diversity level, if required")  # noqa: E741
-    l_kind: LKind = Field(default="distinct", description="distinct | entropy | recursive")
-    c: float = Field(default=2.0, gt=0, description="c of recursive (c,l)-diversity")
-    t: float | None = Field(default=None, ge=0, le=1, description="t-closeness bound, if required")
-    t_distance: TDistance = Field(default="equal", description="equal | ordered ground distance for t")
-    max_suppression: float = Field(default=0.0, ge=0, le=1, description="fraction of rows that may be suppressed")
-    max_risk: float | None = Field(default=None, gt=0, le=1,
-                                   description="highest prosecutor risk 1/|class| allowed (docs/risk.md)")
-    avg_risk: float | None = Field(default=None, gt=0, le=1,
-                                   description="average prosecutor risk (#classes / #released) allowed")
-
-    def requirement(self) -> PrivacyRequirement:
-        return PrivacyRequirement(k=self.k, l=self.l, l_kind=self.l_kind, c=self.c, t=self.t,
-                                  t_distance=self.t_distance, max_suppression=self.max_suppression,
-                                  max_risk=self.max_risk, avg_risk=self.avg_risk)
+class EngineParams(PrivacyRequirement):
+    """Parameters of an engine: the privacy requirement's fields (declared once, in
+    :class:`~core.privacy.requirement.PrivacyRequirement`) and the engine's own, which engines add in a
+    subclass. An engine whose privacy defaults differ from the requirement's takes its row of
+    ``registry.PRIVACY_DEFAULTS`` as ``privacy_defaults``."""
 
 
 @dataclass(frozen=True, eq=False)

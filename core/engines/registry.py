@@ -10,6 +10,7 @@ import importlib
 import json
 import time
 import typing
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.errors import ParamsError, UnknownEngineError
@@ -37,6 +38,18 @@ _ENGINES: dict[str, str] = {
     "local-recode": "core.engines.fulldomain.local_recode:LocalRecodeEngine",
 }
 
+# The privacy defaults of the engines whose defaults differ from PrivacyRequirement's (k 5, max_suppression
+# 0, no l, t or risk bound): the one table of them. Each engine's Params take its row
+# (``privacy_defaults``), ``anonstream engines`` shows them, and docs/operations.md's table
+# "Privacy defaults by engine" is generated from here (tests/stream/config/test_reference.py checks it).
+PRIVACY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "random": {"max_suppression": 0.005},  # the KGEN paper's 0.5 %
+    "kgen": {"max_suppression": 0.005},  # the paper's 0.5 % stakeholder requirement
+    "local-recode": {"max_suppression": 0.01},  # rows that may stay suppressed after the last round
+    "pbg-ea": {"max_suppression": 0.01},  # the paper's suppression budget eta
+    "cg-diverse": {"l": 3},  # l_min: diversity is what the engine is for (it needs l >= 2)
+}
+
 
 def engine_names() -> list[str]:
     return list(_ENGINES)
@@ -49,15 +62,28 @@ def get_engine(name: str) -> Engine:
     return getattr(importlib.import_module(module), cls)()
 
 
-def make_params(engine: Engine | str, values: dict[str, Any] | None = None) -> EngineParams:
-    """Validate parameters for an engine; errors name the parameter and its constraint."""
+def make_params(engine: Engine | str, values: Mapping[str, Any] | None = None, requirement: Any = None) -> EngineParams:
+    """An engine's parameters, validated: the one place they are built (the stream, the batch commands,
+    the benchmarks and the tests all come here); errors name the parameter and its constraint.
+
+    ``requirement`` gives the privacy fields (those of :class:`~core.privacy.PrivacyRequirement`: ``k``,
+    ``l``, ..., ``max_suppression``, ``max_risk``, ``avg_risk``) from a requirement, the stream's privacy
+    settings, parsed command-line options or a mapping; ``values`` (any parameter of the engine) win over
+    it. A parameter left out or None takes the engine's default (``PRIVACY_DEFAULTS``, else the field's).
+    """
     from pydantic import ValidationError
 
     from core.engines.base import require_models
+    from core.privacy.requirement import PrivacyRequirement
 
     eng = get_engine(engine) if isinstance(engine, str) else engine
+    merged: dict[str, Any] = {}
+    if requirement is not None:
+        get = requirement.get if isinstance(requirement, Mapping) else (lambda n: getattr(requirement, n, None))
+        merged = {name: get(name) for name in PrivacyRequirement.model_fields}
+    merged.update(values or {})
     try:
-        params = eng.Params.model_validate({k: v for k, v in (values or {}).items() if v is not None})
+        params = eng.Params.model_validate({k: v for k, v in merged.items() if v is not None})
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "params"
@@ -117,12 +143,18 @@ def bounds_text(metadata: list[Any]) -> str:
     return ", ".join(parts)
 
 
+def default_of(engine: Engine, name: str) -> Any:
+    """The default of one of the engine's parameters (a privacy one from ``PRIVACY_DEFAULTS`` if there)."""
+    params = engine.Params
+    return params.privacy_defaults[name] if name in params.privacy_defaults else params.model_fields[name].default
+
+
 def describe(engine: Engine) -> list[dict[str, Any]]:
     """Each parameter the engine accepts: name, type (allowed values), typeable default, bounds, description."""
     out = []
     for name in accepted_fields(engine):
         f = engine.Params.model_fields[name]
-        out.append({"name": name, "type": type_text(f.annotation), "default": value_text(f.default),
+        out.append({"name": name, "type": type_text(f.annotation), "default": value_text(default_of(engine, name)),
                     "bounds": bounds_text(list(f.metadata)), "description": f.description or ""})
     return out
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -32,15 +32,42 @@ class PrivacyRequirement(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    k: int = Field(default=5, ge=1)
-    l: int | None = Field(default=None, ge=1)  # noqa: E741
-    l_kind: LKind = "distinct"
-    c: float = Field(default=2.0, gt=0)
-    t: float | None = Field(default=None, ge=0, le=1)
-    t_distance: TDistance = "equal"
-    max_suppression: float = Field(default=0.0, ge=0, le=1)
-    max_risk: float | None = Field(default=None, gt=0, le=1)
-    avg_risk: float | None = Field(default=None, gt=0, le=1)
+    k: int = Field(default=5, ge=1, description="minimum class size (k-anonymity)")
+    l: int | None = Field(default=None, ge=1, description="l-diversity level, if required")  # noqa: E741
+    l_kind: LKind = Field(default="distinct", description="distinct | entropy | recursive")
+    c: float = Field(default=2.0, gt=0, description="c of recursive (c,l)-diversity")
+    t: float | None = Field(default=None, ge=0, le=1, description="t-closeness bound, if required")
+    t_distance: TDistance = Field(default="equal", description="equal | ordered ground distance for t")
+    max_suppression: float = Field(default=0.0, ge=0, le=1, description="fraction of rows that may be suppressed")
+    max_risk: float | None = Field(default=None, gt=0, le=1,
+                                   description="highest prosecutor risk 1/|class| allowed (docs/risk.md)")
+    avg_risk: float | None = Field(default=None, gt=0, le=1,
+                                   description="average prosecutor risk (#classes / #released) allowed")
+
+    privacy_defaults: ClassVar[dict[str, Any]] = {}
+    """Other defaults of some of the fields above, for a subclass (an engine's parameters, the stream's
+    privacy settings), which keeps the fields declared here only: a value left out takes its default
+    from this table, then from the field."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_defaults(cls, data: Any) -> Any:
+        if cls.privacy_defaults and isinstance(data, dict):
+            return {**cls.privacy_defaults, **data}
+        return data
+
+    @classmethod
+    def default_of(cls, name: str) -> Any:
+        """The default of field ``name`` in this class (``privacy_defaults`` first)."""
+        if name in cls.privacy_defaults:
+            return cls.privacy_defaults[name]
+        return cls.model_fields[name].get_default(call_default_factory=True)
+
+    def requirement(self) -> PrivacyRequirement:
+        """Just the privacy requirement (a subclass's other fields, such as an engine's, left out)."""
+        if type(self) is PrivacyRequirement:
+            return self
+        return PrivacyRequirement(**{name: getattr(self, name) for name in PrivacyRequirement.model_fields})
 
     @model_validator(mode="after")
     def _l_needs_value(self) -> PrivacyRequirement:

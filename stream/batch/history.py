@@ -208,7 +208,7 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
         manifest=manifest, columns=columns, rows=clean_json(rows),
         fingerprints=[(str(hist.report[i]), hist.person[i]) for i in released],
         content_fps=[str(hist.content[i]) for i in released], blocked_by=dict(hist.blocked_by),
-        unique_content=hist.settings is not None and hist.settings.link_guard in ("content", "person"))
+        unique_content=hist.settings is not None and hist.settings.privacy.link_guard in ("content", "person"))
     repo = ReleaseRepository(db)
     try:
         with db.unit() as s:  # the release's window: a closed batch window (never picked up by a worker)

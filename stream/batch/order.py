@@ -55,7 +55,7 @@ def history_before(args: argparse.Namespace, schema: Any, frame: pd.DataFrame) -
 
     settings = load_settings()
     db, settings = open_ledger(args.ledger, settings)
-    hist = apply_guard(db, fingerprint_rows(frame, schema, settings), settings.link_guard)
+    hist = apply_guard(db, fingerprint_rows(frame, schema, settings), settings.privacy.link_guard)
     hist.db, hist.settings = db, settings
     return hist
 

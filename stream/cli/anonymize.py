@@ -67,11 +67,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     frame = read_for_spec(args.input, schema.spec, schema)
     dropped = int(frame.attrs.get("dropped_missing", 0))
     engine = get_engine(args.engine)
-    values: dict[str, object] = {"k": args.k, "l": args.l, "max_suppression": args.max_suppression}
+    values: dict[str, object] = {}
     for item in args.param or []:
         name, _, raw = item.partition("=")
         values[name.strip().replace("-", "_")] = _value(raw)
-    params = make_params(engine, values)
+    params = make_params(engine, values, requirement=args)  # -k, -l, --max-suppression; --param wins
     history = batch_history.history_before(args, schema, frame)
     frame = batch_history.without_released(frame, history)
     batch = encode(frame, schema)
@@ -148,9 +148,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("input", help="input CSV or .jsonl file")
     p.add_argument("--spec", required=True, help="spec file or bundled spec name")
     p.add_argument("--engine", default="optimal", help=f"one of: {', '.join(engine_names())}")
-    p.add_argument("-k", type=int, default=5, help="minimum class size (default 5)")
+    p.add_argument("-k", type=int, default=None, help="minimum class size (default: the engine's, 5)")
     p.add_argument("-l", type=int, default=None, help="distinct l-diversity of the sensitive attribute")
-    p.add_argument("--max-suppression", type=float, default=None, help="fraction of rows that may be suppressed")
+    p.add_argument("--max-suppression", type=float, default=None,
+                   help="fraction of rows that may be suppressed (default: the engine's, see 'anonstream engines')")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="extra engine parameter (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="random seed (engines are deterministic per seed)")
     p.add_argument("--out", help="write the anonymized rows here (CSV; text cells starting with = + - @ are "

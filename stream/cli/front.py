@@ -160,7 +160,7 @@ def cmd_front(args: argparse.Namespace) -> int:
         print(f"wrote {args.png}")
     if args.json:
         out = {**diag, "front": rows, "qis": schema.qi_names, "runtime_s": runtime, "policy": args.select,
-               "selected": selected, "eta": args.eta, "input": str(args.input)}
+               "selected": selected, "eta": params.max_suppression, "input": str(args.input)}
         if reference is not None:
             out["reference"] = reference.tolist()
         Path(args.json).write_text(json.dumps(out, indent=2, default=_jsonable))
@@ -185,7 +185,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--class-attribute", help="class label column for CM (kept as pass-through)")
     p.add_argument("--objectives", default="k,GLM", help="comma-separated: k, l, S_k, S_l, GLM, CM (default k,GLM)")
     p.add_argument("--eps", help="discretization per objective, comma-separated (default all 1)")
-    p.add_argument("--eta", type=float, default=0.01, help="suppression budget as a fraction of rows (default 0.01)")
+    p.add_argument("--eta", type=float, default=None,
+                   help="suppression budget as a fraction of rows (default: pbg-ea's max_suppression, 0.01)")
     p.add_argument("--population", type=int, default=25, help="N_pop (default 25)")
     p.add_argument("--iterations", type=int, default=100, help="generations (default 100)")
     p.add_argument("--select", help="mark the member chosen by a policy, e.g. 'min GLM where k >= 5 and l >= 3'")

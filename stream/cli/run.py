@@ -72,7 +72,7 @@ def _feed_lines(s: Settings) -> list[str]:
     from stream.config.feeds import feeds
 
     return [f"  feed      {f.feed}: {f.topic_reports} -> {f.topic_anonymized} (spec {f.spec}, engine "
-            f"{f.engine or 'default'}, k={f.k})" for f in feeds(s)]
+            f"{f.engine or 'default'}, k={f.privacy.k})" for f in feeds(s)]
 
 
 def register(sub: argparse._SubParsersAction) -> None:

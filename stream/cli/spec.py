@@ -78,7 +78,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     schema = load_schema(args.spec)
     fmt = schema.spec.input
     frame = read_table(args.input, fmt.separator, fmt.columns)
-    report = check_frame(frame, schema, args.k, args.max_suppression)
+    from stream.config.privacy import StreamPrivacy
+
+    k = StreamPrivacy.default_of("k") if args.k is None else args.k  # the stream's defaults
+    max_suppression = StreamPrivacy.default_of("max_suppression") if args.max_suppression is None \
+        else args.max_suppression
+    report = check_frame(frame, schema, k, max_suppression)
     head = (f"{'column':<24} {'role':<11} {'type':<11} {'missing':>8} {'unparseable':>11} {'outside':>8}  "
             "examples / note")
     print(head)
@@ -117,8 +122,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description=CHECK_HELP, formatter_class=fmt)
     c.add_argument("input", help="data file (.csv, .jsonl or .parquet)")
     c.add_argument("--spec", required=True, help="spec file or bundled spec name")
-    c.add_argument("-k", type=int, default=5, help="k for the feasibility estimate (default 5)")
-    c.add_argument("--max-suppression", type=float, default=0.05,
-                   help="suppression limit for the feasibility estimate (default 0.05)")
+    c.add_argument("-k", type=int, default=None, help="k for the feasibility estimate (default: the stream's, 5)")
+    c.add_argument("--max-suppression", type=float, default=None,
+                   help="suppression limit for the feasibility estimate (default: the stream's, 0.05)")
     c.set_defaults(func=cmd_check)
     s.set_defaults(func=lambda args: (s.print_help(), 2)[1])

@@ -23,39 +23,36 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic.fields import FieldInfo
 
 from core.errors import ParamsError
+from db.windows import WindowPolicy
+from stream.config.names import leaves
+from stream.config.privacy import StreamPrivacy
 
 FEED_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
 
-class Privacy(BaseModel):
-    """A feed's privacy parameters (any omitted one is the deployment's)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    k: int | None = Field(default=None, ge=1)
-    l: int | None = Field(default=None, ge=1)  # noqa: E741
-    max_suppression: float | None = Field(default=None, ge=0, le=1)
-    max_risk: float | None = Field(default=None, gt=0, le=1)
-    avg_risk: float | None = Field(default=None, gt=0, le=1)
-    link_guard: Literal["off", "report", "content", "person"] | None = None
-    engine_params: dict[str, Any] | None = None
+def _partial(model: type[BaseModel], group: str) -> type[BaseModel]:
+    """A feed's table for one settings group: the group's fields, declared there, each optional (a value
+    the feed leaves out is the deployment's); any other key is an error."""
+    fields: dict[str, Any] = {}
+    for path, field in leaves(model, (group,)):
+        annotation: Any = field.annotation
+        fields[path[-1]] = (annotation | None, FieldInfo.merge_field_infos(field, default=None, default_factory=None))
+    return create_model(group.title(), __config__=ConfigDict(extra="forbid", frozen=True), __module__=__name__,
+                        **fields)
 
 
-class Windows(BaseModel):
-    """A feed's window policy (any omitted value is the deployment's)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    by: Literal["station", "region", "global"] | None = None
-    size_s: int | None = Field(default=None, ge=1)
-    lateness_s: int | None = Field(default=None, ge=0)
-    cap: int | None = Field(default=None, ge=1)
-    idle_timeout_s: float | None = Field(default=None, gt=0)
+if TYPE_CHECKING:
+    Privacy: TypeAlias = BaseModel
+    Windows: TypeAlias = BaseModel
+else:
+    Privacy = _partial(StreamPrivacy, "privacy")  # a feed's privacy table: any field of StreamPrivacy
+    Windows = _partial(WindowPolicy, "windows")  # a feed's windows table: any field of WindowPolicy but feed
 
 
 class Outputs(BaseModel):
@@ -78,8 +75,8 @@ class Feed(BaseModel):
     spec: str = Field(min_length=1, description="bundled spec name or path (relative to the pipelines file)")
     engine: str | None = None
     ledger: str | None = Field(default=None, pattern=FEED_NAME, description="fingerprint scope (default: name)")
-    privacy: Privacy = Privacy()
-    windows: Windows = Windows()
+    privacy: Privacy = Field(default_factory=Privacy)
+    windows: Windows = Field(default_factory=Windows)
     outputs: Outputs
 
 
@@ -149,19 +146,17 @@ def _spec_ref(spec: str, pipelines_path: Path) -> str:
 
 def feed_settings(base: Any, feed: Feed, pipelines_path: Path) -> Any:
     """The deployment's settings with this feed's values (the feed's :class:`Settings`)."""
-    p, w = feed.privacy, feed.windows
-    values: dict[str, Any] = {
-        "feed": feed.name, "ledger": feed.ledger, "spec": _spec_ref(feed.spec, pipelines_path),
-        "engine": feed.engine or base.engine, "topic_reports": feed.input, "topic_anonymized": feed.outputs.records,
-        "topic_releases": feed.outputs.releases, "topic_dlq": feed.outputs.dlq}
-    for name in ("k", "l", "max_suppression", "max_risk", "avg_risk", "link_guard", "engine_params"):
-        if getattr(p, name) is not None:
-            values[name] = getattr(p, name)
-    for name, field in (("by", "window_by"), ("size_s", "window_size_s"), ("lateness_s", "allowed_lateness_s"),
-                        ("cap", "window_max_reports"), ("idle_timeout_s", "idle_timeout_s")):
-        if getattr(w, name) is not None:
-            values[field] = getattr(w, name)
-    return base.with_updates(**values)
+    try:
+        return base.with_updates(
+            feed=feed.name, ledger=feed.ledger, spec=_spec_ref(feed.spec, pipelines_path),
+            engine=feed.engine or base.engine, topic_reports=feed.input, topic_anonymized=feed.outputs.records,
+            topic_releases=feed.outputs.releases, topic_dlq=feed.outputs.dlq,
+            privacy=feed.privacy.model_dump(exclude_unset=True), windows=feed.windows.model_dump(exclude_unset=True))
+    except ValidationError as exc:  # a feed's values that are valid alone but not with the deployment's
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {str(e['msg']).removeprefix('Value error, ')}"
+                             for e in exc.errors())
+        raise ParamsError(f"pipelines file {pipelines_path}: feed {feed.name!r}: {problems}",
+                          reason="invalid-setting") from None
 
 
 def feeds(settings: Any) -> list[Any]:

@@ -8,16 +8,16 @@ to generate a key (:func:`check_production_secrets`).
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import SecretStr
-from pydantic_settings import PydanticBaseSettingsSource
+from pydantic_settings import EnvSettingsSource
 
 from core.errors import ParamsError
+from stream.config.names import ENV_PREFIX, accepted, environ
 
-ENV_PREFIX = "ANONSTREAM_"
 SECRET_FIELDS = ("fingerprint_key", "operator_token", "database_password", "signing_key")
 MIN_TOKEN_CHARS = 24
 GENERATE_HINT = "generate one with: python -c 'import secrets; print(secrets.token_hex(32))'"
@@ -45,24 +45,22 @@ def check_production_secrets(settings: Any, required: tuple[str, ...]) -> None:
                           reason="weak-secret")
 
 
-class FileSettings(PydanticBaseSettingsSource):
-    """``ANONSTREAM_<FIELD>_FILE=/run/secrets/x``: the field's value is that file's content, stripped
-    (Docker and Kubernetes secrets). A variable set directly wins over its ``_FILE`` form."""
+class FileSettings(EnvSettingsSource):
+    """``<NAME>_FILE=/run/secrets/x`` for any accepted variable name (``ANONSTREAM_FINGERPRINT_KEY_FILE``,
+    ``ANONSTREAM_PRIVACY__K_FILE``, ``ANONSTREAM_K_FILE``, ...): the setting's value is that file's
+    content, stripped (Docker and Kubernetes secrets). A variable set directly wins over its ``_FILE`` form."""
 
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in self.settings_cls.model_fields:
-            var = f"{ENV_PREFIX}{name.upper()}_FILE"
-            path = os.environ.get(var)
-            if not path:
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        env, out = environ(), {}
+        for name, target in accepted(self.settings_cls).items():
+            path = env.get(f"{name}_FILE")
+            if not path or target in out:
                 continue
             try:
-                out[name] = Path(path).read_text().strip()
+                out[target] = Path(path).read_text().strip()
             except OSError as exc:
-                raise ParamsError(f"{var}: cannot read {path} ({exc.strerror})", reason="invalid-setting") from None
+                raise ParamsError(f"{name}_FILE: cannot read {path} ({exc.strerror})",
+                                  reason="invalid-setting") from None
         return out
 
 

@@ -21,12 +21,15 @@ import secrets
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import AnonymizationError, ParamsError
+from db.windows import WindowPolicy
+from stream.config import names
+from stream.config.names import ENV_PREFIX
+from stream.config.privacy import StreamPrivacy
 from stream.config.secrets import (
-    ENV_PREFIX,
     SECRET_FIELDS,
     FileSettings,
     check_production_secrets,
@@ -47,24 +50,28 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True, populate_by_name=True,
                                       env_nested_delimiter="__")
 
-    mode: Literal["embedded", "production"] = "embedded"
+    mode: Literal["embedded", "production"] = Field(
+        default="embedded", description="embedded: the bundled broker and SQLite when none is configured; "
+        "production: broker, database and keys required, weak secrets refused")
     # ANONSTREAM_HOME (or ANONSTREAM_DATA_DIR): the embedded instance's files (state, SQLite, key, logs)
     # (no bare alias such as "home": the environment source would read $HOME for it)
-    data_dir: Path = Field(default=Path("var"), validation_alias=AliasChoices("ANONSTREAM_HOME", "ANONSTREAM_DATA_DIR"))
+    data_dir: Path = Field(default=Path("var"), validation_alias=AliasChoices("ANONSTREAM_HOME", "ANONSTREAM_DATA_DIR"),
+                           description="the embedded instance's files: state, SQLite ledger, keys, broker log")
 
     # --- broker and topics -------------------------------------------------------------------------
     broker_url: str | None = Field(default=None, description="kafka://host:port[,host:port]; none = embedded")
-    app_id: str = "anonstream"
-    topic_reports: str = "crime.reports"
-    topic_dlq: str = "crime.reports.dlq"
-    topic_anonymized: str = "crime.anonymized"
-    topic_releases: str = "crime.releases"
-    reports_partitions: int = Field(default=4, ge=1)
-    output_partitions: int = Field(default=1, ge=1)
+    app_id: str = Field(default="anonstream", description="the workers' consumer group (faust app id)")
+    topic_reports: str = Field(default="crime.reports", description="input topic: the stations' reports")
+    topic_dlq: str = Field(default="crime.reports.dlq", description="dead letters (refused reports)")
+    topic_anonymized: str = Field(default="crime.anonymized", description="anonymized records")
+    topic_releases: str = Field(default="crime.releases", description="signed release manifests")
+    reports_partitions: int = Field(default=4, ge=1, description="partitions of the input topic (at most this "
+                                    "many workers share the input)")
+    output_partitions: int = Field(default=1, ge=1, description="partitions of the records topic")
     session_timeout_s: float = Field(default=6.0, gt=0, description="consumer session timeout (tansu: 6)")
-    heartbeat_interval_s: float = Field(default=2.0, gt=0)
+    heartbeat_interval_s: float = Field(default=2.0, gt=0, description="consumer heartbeat interval")
     take_max: int = Field(default=2000, ge=1, description="reports persisted per batch")
-    take_within_s: float = Field(default=0.5, gt=0)
+    take_within_s: float = Field(default=0.5, gt=0, description="persist a smaller batch after this long")
 
     # --- database ----------------------------------------------------------------------------------
     database_url: str | None = Field(default=None, description="SQLAlchemy URL; none = SQLite in data_dir")
@@ -77,15 +84,10 @@ class Settings(BaseSettings):
                       "`pipelines`; not an operator setting)")
     ledger: str | None = Field(default=None, description="fingerprint scope of the feed: feeds with the same "
                                "ledger block each other's released reports; none = the feed's own")
-    window_by: Literal["station", "region", "global"] = "station"
-    regions: dict[str, str] = Field(default_factory=dict, description="station -> region (window_by=region)")
-    window_size_s: int = Field(default=86_400, ge=1)
-    allowed_lateness_s: int = Field(default=3_600, ge=0)
-    window_max_reports: int = Field(default=10_000, ge=1)
-    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
-    tick_interval_s: float = Field(default=1.0, gt=0)
-    max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
-                                          "hour; reports needing more are dead-lettered as window-rate")
+    windows: WindowPolicy = Field(default_factory=WindowPolicy, description="the window policy (db.windows)")
+    regions: dict[str, str] = Field(default_factory=dict, description="station -> region (JSON table), for "
+                                    "windows.by = region")
+    tick_interval_s: float = Field(default=1.0, gt=0, description="how often a worker looks for due windows")
     release_concurrency: int = Field(default=2, ge=1, description="windows a worker anonymizes at once")
     release_processes: bool = Field(default=True, description="release windows in child processes (one per "
                                     "release slot) instead of threads of the worker process")
@@ -101,34 +103,27 @@ class Settings(BaseSettings):
         default=None, description="first-sight: a station's first valid report registers it; registered: only "
         "stations added with `anonstream stations add`; none = registered in production, first-sight embedded")
 
-    # --- sampling, engine and linking guard --------------------------------------------------------
-    sample_policy: Literal["all", "fraction", "max"] = "all"
-    sample_fraction: float = Field(default=1.0, gt=0, le=1)
-    sample_max: int = Field(default=10_000, ge=1)
-    sample_seed: int = 0
+    # --- sampling, engine, privacy and linking guard ---------------------------------------------------
+    sample_policy: Literal["all", "fraction", "max"] = Field(
+        default="all", description="which eligible reports of a window are anonymized: all, a fraction, at most N")
+    sample_fraction: float = Field(default=1.0, gt=0, le=1, description="share sampled (sample_policy = fraction)")
+    sample_max: int = Field(default=10_000, ge=1, description="most reports sampled (sample_policy = max)")
+    sample_seed: int = Field(default=0, description="seed of the sampling (mixed with each window id)")
     engine: str | None = Field(default=None, description="engine name; none = cg-kanon when registered")
-    k: int = Field(default=5, ge=1)
-    l: int | None = Field(default=None, ge=1)  # noqa: E741
-    max_suppression: float = Field(default=0.05, ge=0, le=1)
-    engine_params: dict[str, Any] = Field(default_factory=dict)
-    max_risk: float | None = Field(default=None, gt=0, le=1, description="highest prosecutor risk of a release "
-                                   "(docs/risk.md); passed to engines that enforce it, always verified")
-    avg_risk: float | None = Field(default=None, gt=0, le=1, description="average prosecutor risk of a release; "
-                                   "passed to engines that enforce it, always verified")
+    privacy: StreamPrivacy = Field(default_factory=StreamPrivacy, description="what every release must satisfy "
+                                   "(stream/config/privacy.py)")
     risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "
                                   "counted in the manifest and warned about")
-    link_guard: Literal["off", "report", "content", "person"] = Field(
-        default="content", description="history rule: report (station + report id), content (also the "
-        "keyed content fingerprint, whatever station or report id a report arrives under), person (also "
-        "any report of an already released person); see docs/privacy.md")
-    person_columns: tuple[str, ...] = ("name", "dob")
+    person_columns: tuple[str, ...] = Field(default=("name", "dob"), description="columns of the person "
+                                            "fingerprint (JSON list; privacy.link_guard = person)")
     content_columns: tuple[str, ...] = Field(
         default=(), description="columns of the content fingerprint when a report has no person columns; "
         "empty = event time, every QI and the sensitive value")
 
     # --- secrets, signing and claim leases (issue 14: trust) ---------------------------------------
-    fingerprint_key: SecretStr | None = None
-    operator_token: SecretStr | None = None
+    fingerprint_key: SecretStr | None = Field(default=None, description="HMAC key of the report fingerprints; "
+                                              "embedded: generated once in data_dir/fingerprint.key")
+    operator_token: SecretStr | None = Field(default=None, description="token of the console's controls")
     signing_key: SecretStr | None = Field(default=None, description="Ed25519 private key (64 hex digits) that "
                                           "signs manifests; embedded: generated once in data_dir/signing.key")
     release_public_key: str | None = Field(default=None, description="Ed25519 public key (hex) `consume` "
@@ -137,9 +132,10 @@ class Settings(BaseSettings):
                                  "holder renews it every lease/3, so a dead worker's work is retried within it")
 
     # --- worker ------------------------------------------------------------------------------------
-    web_host: str = "127.0.0.1"
-    web_port: int = Field(default=6066, ge=0, le=65535)
-    log_level: str = "info"
+    web_host: str = Field(default="127.0.0.1", description="address of the worker's web port")
+    web_port: int = Field(default=6066, ge=0, le=65535, description="the worker's /metrics, /ready and /live "
+                          "(0 = a free port)")
+    log_level: str = Field(default="info", description="the faust worker's log level")
     fault_point: Literal["claim", "anonymize", "after-ledger-write", "mid-publish"] | None = Field(
         default=None, description="testing only: kill the worker hard at this point (crash recovery tests)")
 
@@ -155,7 +151,20 @@ class Settings(BaseSettings):
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: Any, env_settings: Any,
                                    dotenv_settings: Any, file_secret_settings: Any) -> tuple[Any, ...]:
-        return init_settings, env_settings, FileSettings(settings_cls), dotenv_settings, file_secret_settings
+        return (init_settings, names.NestedEnv(settings_cls), names.AliasEnv(settings_cls),
+                FileSettings(settings_cls), dotenv_settings, file_secret_settings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        """Flat names (``k``, ``window_size_s``, ...: :data:`~stream.config.names.ALIASES`) into their group;
+        the window policy's feed is the settings' feed."""
+        if not isinstance(data, dict):
+            return data
+        out = names.nest(data)
+        feed = out.get("feed", cls.model_fields["feed"].default)
+        out["windows"] = {**names.as_dict(out.get("windows")), "feed": feed}
+        return out
 
     @model_validator(mode="after")
     def _production_secrets(self) -> Settings:
@@ -219,19 +228,22 @@ class Settings(BaseSettings):
     def window_key_for(self, station: str) -> str:
         """The window key of a station's reports; keys of a feed other than ``default`` start with ``<feed>/``."""
         prefix = "" if self.feed == "default" else f"{self.feed}/"
-        if self.window_by == "station":
+        if self.windows.by == "station":
             return f"{prefix}station:{station}"
-        if self.window_by == "region":
+        if self.windows.by == "region":
             return f"{prefix}region:{self.regions.get(station, 'unassigned')}"
         return f"{prefix}global"
 
     def with_updates(self, **values: Any) -> Settings:
-        """A copy with some fields replaced (validated again)."""
+        """A copy with some fields replaced (validated again). A group (``privacy``, ``windows``) given as a
+        table keeps the fields the table leaves out; flat names (``k=``) are accepted too."""
         data = self.model_dump()
         for name in SECRET_FIELDS:
             secret = getattr(self, name)
             data[name] = secret.get_secret_value() if secret is not None else None
-        data.update(values)
+        for name, value in values.items():
+            group = isinstance(getattr(self, name, None), BaseModel) and isinstance(value, dict)
+            data[name] = {**data[name], **value} if group else value
         return Settings.model_validate(data)
 
     def env(self) -> dict[str, str]:
@@ -239,15 +251,17 @@ class Settings(BaseSettings):
         import json
 
         out: dict[str, str] = {}
-        for name in type(self).model_fields:
-            value = getattr(self, name)
+        for path, field in names.leaves(type(self)):
+            value: Any = self
+            for part in path:
+                value = getattr(value, part)
             if value is None:
                 continue
             if isinstance(value, SecretStr):
                 value = value.get_secret_value()
             elif isinstance(value, dict | list | tuple):
                 value = json.dumps(list(value) if isinstance(value, tuple) else value)
-            out[f"{ENV_PREFIX}{name.upper()}"] = str(value)
+            out[names.names_of(path, field)[0]] = str(value)
         return out
 
 
@@ -266,9 +280,15 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def _problem(error: Any) -> str:
-    """One pydantic error as ``ANONSTREAM_NAME: message (got value)``; secrets are never echoed."""
-    if not error["loc"]:
+    """One pydantic error as ``ANONSTREAM_NAME: message (got value)``, naming the variable the value came
+    from (a flat alias when that is the one set); secrets are never echoed."""
+    loc = tuple(str(part) for part in error["loc"])
+    if not loc:
         return str(error["msg"])
-    name = str(error["loc"][0])
-    shown = "" if name in SECRET_FIELDS else f" (got {str(error['input'])[:60]!r})"
-    return f"{ENV_PREFIX}{name.upper()}: {error['msg']}{shown}"
+    known = {path: field for path, field in names.leaves(Settings)}
+    path = next((loc[:n] for n in range(len(loc), 0, -1) if loc[:n] in known), loc)
+    choices = names.names_of(path, known[path]) if path in known else [names.env_name(path)]
+    env = names.environ()
+    name = next((n for n in choices if n in env or f"{n}_FILE" in env), choices[0])
+    shown = "" if path[0] in SECRET_FIELDS else f" (got {str(error['input'])[:60]!r})"
+    return f"{name}: {str(error['msg']).removeprefix('Value error, ')}{shown}"

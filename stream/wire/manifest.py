@@ -62,7 +62,7 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
                    "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
         "event_time": {"first": first.isoformat() if first else None, "last": last.isoformat() if last else None},
         "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
-        "sample_policy": settings.sample_policy, "link_guard": settings.link_guard,
+        "sample_policy": settings.sample_policy, "link_guard": settings.privacy.link_guard,
         "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
         "records": records, "columns": columns, "checksum": checksum,
         "diagnostics": public_diagnostics(release.diagnostics),

@@ -28,7 +28,7 @@ import pandas as pd
 
 from core.columns import build_codebook, release_columns, typed_columns
 from core.encoding import Schema, encode
-from core.engines.registry import engine_names, get_engine, make_params
+from core.engines.registry import engine_names, get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
@@ -50,7 +50,7 @@ from stream.wire.records import checksum_encoded, clean_json, context_columns, c
 from stream.wire.signing import load_private_key, sign_manifest
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible
-from stream.worker.risk import policy_requirement, release_risk, risk_bounds, warn_unenforced
+from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
 from stream.worker.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
 
 log = logging.getLogger(__name__)
@@ -74,9 +74,7 @@ def resolve_engine(settings: Settings) -> str:
 
 
 def window_policy(settings: Settings) -> WindowPolicy:
-    return WindowPolicy(size_s=settings.window_size_s, lateness_s=settings.allowed_lateness_s,
-                        cap=settings.window_max_reports, max_new_windows_per_hour=settings.max_new_windows_per_hour,
-                        feed=settings.feed)
+    return settings.windows  # its feed is the settings' feed
 
 
 class Orchestrator:
@@ -99,7 +97,7 @@ class Orchestrator:
         self._encoded_lock = threading.Lock()
         self.signer = load_private_key(secret_value(settings.signing_key), settings.data_dir,
                                        settings.mode == "production")
-        self.context = context_columns(spec.publish_context, settings.window_by)
+        self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
@@ -113,10 +111,7 @@ class Orchestrator:
         started = time.perf_counter()
         try:
             engine = get_engine(self.engine_name)
-            s = self.settings
-            params = make_params(engine, {"k": s.k, "l": s.l, "max_suppression": s.max_suppression,
-                                          **s.engine_params})
-            warm_up(engine, encode(pd.DataFrame(rows), self.schema), params)
+            warm_up(engine, encode(pd.DataFrame(rows), self.schema), engine_params(self.settings, engine))
         except Exception as exc:  # a warm-up that fails (e.g. too few rows for k) changes nothing
             log.debug("engine warm-up skipped: %s", type(exc).__name__)
             return None
@@ -136,7 +131,7 @@ class Orchestrator:
 
     def due(self, now: datetime) -> list[tuple[str, str]]:
         """Windows to close now (due or abandoned by a crashed closer), with why."""
-        ids = [(w, "due") for w in due_windows(self.db, self.policy, self.settings.idle_timeout_s, now)]
+        ids = [(w, "due") for w in due_windows(self.db, self.policy, self.policy.idle_timeout_s, now)]
         return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s,
                                                                               self.settings.feed)]
 
@@ -179,7 +174,7 @@ class Orchestrator:
 
     def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int], dict[tuple[str, str], int]]:
         """The linking guard (:func:`stream.worker.link_guard.eligible`) with this worker's setting."""
-        return eligible(self.repo, self.settings.link_guard, cands)
+        return eligible(self.repo, self.settings.privacy.link_guard, cands)
 
     def _release(self, window: Window, now: datetime, on_verified: Callable[[], None] | None = None) -> str | None:
         s = self.settings
@@ -190,9 +185,9 @@ class Orchestrator:
         if not eligible:
             self._finish(window, "empty" if not cands else "carried", None, now)
             return None
-        if len(eligible) < s.k:
-            self._finish(window, "carried", f"too small: {len(eligible)} report(s) < k={s.k}", now)
-            log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.k)
+        if len(eligible) < s.privacy.k:
+            self._finish(window, "carried", f"too small: {len(eligible)} report(s) < k={s.privacy.k}", now)
+            log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.privacy.k)
             return None
         seed = window_seed(s.sample_seed, window.id)
         picks = draw(len(eligible), sample_size(len(eligible), s.sample_policy, s.sample_fraction, s.sample_max),
@@ -201,9 +196,7 @@ class Orchestrator:
         frame = pd.DataFrame([c.data for c in sample], index=pd.Index([c.pool_id for c in sample]))
         try:
             engine = get_engine(self.engine_name)
-            values: dict[str, Any] = {"k": s.k, "l": s.l, "max_suppression": s.max_suppression,
-                                      **risk_bounds(s, engine.models), **s.engine_params}
-            params = make_params(engine, values)
+            params = engine_params(s, engine)
             batch = encode(frame, self.schema)
             t1 = time.perf_counter()
             crash_at("anonymize", s.fault_point)
@@ -286,7 +279,7 @@ class Orchestrator:
             key_duplicates=key_dups, key_dropped=key_dropped,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
-            unique_content=self.settings.link_guard in ("content", "person"))
+            unique_content=self.settings.privacy.link_guard in ("content", "person"))
         t3 = time.perf_counter()
         if not self.repo.store(stored, self.worker, now, self.settings.claim_lease_s):
             log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id)

@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 
 from core.encoding import Schema
-from core.engines.base import Release
+from core.engines.base import Engine, EngineParams, Release
+from core.engines.registry import make_params
 from core.privacy import PrivacyRequirement
 from stream.config.settings import Settings
 
@@ -21,9 +22,12 @@ log = logging.getLogger(__name__)
 RISK_BOUNDS = ("max_risk", "avg_risk")
 
 
-def risk_bounds(settings: Settings, engine_models: tuple[str, ...]) -> dict[str, float]:
-    """The operator's risk bounds the engine can enforce (the others are left to the verifier)."""
-    return {b: getattr(settings, b) for b in RISK_BOUNDS if getattr(settings, b) is not None and b in engine_models}
+def engine_params(settings: Settings, engine: Engine) -> EngineParams:
+    """The engine's parameters for this feed's windows, through the one ``make_params``: the privacy
+    settings (the risk bounds the engine cannot enforce left to the verifier), then ``engine_params``."""
+    privacy = settings.privacy
+    left = {b: None for b in RISK_BOUNDS if b not in engine.models}
+    return make_params(engine, privacy.engine_params, requirement=privacy.model_copy(update=left))
 
 
 def warn_unenforced(settings: Settings, engine: str, engine_models: tuple[str, ...]) -> list[str]:
@@ -31,7 +35,7 @@ def warn_unenforced(settings: Settings, engine: str, engine_models: tuple[str, .
     the operator's risk bounds the engine cannot enforce; returns them."""
     import core.risk.profile  # noqa: F401  (import cost, about a second, taken before any window is claimed)
 
-    left = [b for b in RISK_BOUNDS if getattr(settings, b) is not None and b not in engine_models]
+    left = [b for b in RISK_BOUNDS if getattr(settings.privacy, b) is not None and b not in engine_models]
     if left:
         log.warning("engine %s cannot enforce %s: the verifier will hold every window whose release exceeds it",
                     engine, ", ".join(left))
@@ -42,7 +46,7 @@ def policy_requirement(req: PrivacyRequirement, settings: Settings) -> PrivacyRe
     """The engine's requirement tightened by the operator's risk bounds: what the verifier checks."""
     update = {}
     for b in RISK_BOUNDS:
-        mine, theirs = getattr(settings, b), getattr(req, b)
+        mine, theirs = getattr(settings.privacy, b), getattr(req, b)
         if mine is not None:
             update[b] = mine if theirs is None else min(mine, theirs)
     return req.model_copy(update=update) if update else req

@@ -75,8 +75,8 @@ class WorkerService:
         self.send_many: SendManyFn | None = None  # the app sets a batching sender; else one send per record
         self.worker = worker or worker_id(settings)
         self.key = settings.key_bytes()
-        self.validator = ReportValidator(schema, settings.person_columns if settings.link_guard != "off" else (),
-                                         Limits.from_settings(settings))
+        persons = settings.person_columns if settings.privacy.link_guard != "off" else ()
+        self.validator = ReportValidator(schema, persons, Limits.from_settings(settings))
         self.pool = PoolRepository(db, window_policy(settings), settings.station_check())
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
@@ -111,7 +111,7 @@ class WorkerService:
         s = self.settings
         now = datetime.now(UTC)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
-                                        s.link_guard != "off", now, s.content_columns)
+                                        s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
         result = await self._persist(accepted, batch.rejections, now)
         for i, reason, message in result.refused:
@@ -119,8 +119,8 @@ class WorkerService:
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
-        if self._warm_up is None and len(accepted) >= 20 * max(s.k, 1):
-            rows = [a.data for a in accepted[:50 * max(s.k, 1)]]  # identifier-free, in memory only
+        if self._warm_up is None and len(accepted) >= 20 * max(s.privacy.k, 1):
+            rows = [a.data for a in accepted[:50 * max(s.privacy.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
         if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick

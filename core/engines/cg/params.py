@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import EngineParams
+from core.engines.registry import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError, ParamsError, SpecError, preview
 
 TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window converges in ~25 sweeps (~2 s of one core)
@@ -16,10 +17,9 @@ MAX_SWEEPS = 100  # the deterministic work budget (docs/engines/cg-kanon.md, "Bu
 
 
 class CGParams(EngineParams):
-    """Shared CG parameters. ``k`` is the paper's k_cons: k_min = max(k, min severity in batch)."""
+    """Shared CG parameters. ``k`` is the paper's k_cons: every class has k_min = max(k, smallest severity
+    in the batch) rows (eq. 4)."""
 
-    k: int = Field(default=5, ge=1, description="k_cons: every class has k_min = max(k, smallest severity in "
-                                                "the batch) rows (eq. 4)")
     cap_factor: float = Field(default=4.0, ge=1.0, description="class-size cap = floor(cap_factor * k_min)")
     time_limit: float = Field(default=TIME_CAP_S, ge=0,
                               description="safety cap in wall seconds, not the budget: the search stops at "
@@ -49,7 +49,9 @@ class CGKanonParams(CGParams):
 
 
 class CGDiverseParams(CGParams):
-    l: int = Field(default=3, ge=2, description="l_min: every class has at least l distinct offences")  # noqa: E741
+    """``l`` is l_min: every class has at least l distinct offences (l >= 2)."""
+
+    privacy_defaults = PRIVACY_DEFAULTS["cg-diverse"]
     ase_rule: bool = Field(default=False,
                            description="also require distinct offences >= min(ceil(ASe), l_target) per class "
                                        "(the paper's ASe-vs-diversity rule, eq. 10)")
@@ -61,6 +63,13 @@ class CGDiverseParams(CGParams):
                                        description="while degraded the class-size cap grows to the largest class "
                                                    "of Mondrian's partition, at most floor(factor * k_min), so "
                                                    "neighbouring classes may merge (never below cap_factor's cap)")
+
+    @field_validator("l")
+    @classmethod
+    def _l_min(cls, value: int | None) -> int | None:
+        if value is None or value < 2:
+            raise ValueError("should be at least 2 (l_min: distinct offences per class)")
+        return value
 
     @model_validator(mode="after")
     def _distinct_only(self) -> CGDiverseParams:

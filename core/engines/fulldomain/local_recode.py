@@ -43,6 +43,7 @@ from pydantic import Field, model_validator
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
 from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
+from core.engines.registry import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 from core.metrics import summarize
@@ -50,8 +51,8 @@ from core.privacy import PrivacyRequirement, achieved
 
 
 class LocalRecodeParams(EngineParams):
-    max_suppression: float = Field(default=0.01, ge=0, le=1,
-                                   description="fraction of rows that may stay suppressed after the last round")
+    privacy_defaults = PRIVACY_DEFAULTS["local-recode"]
+
     iterations: int = Field(default=100, ge=1, le=10_000,
                             description="work budget: most rounds; each round generalizes at least n / iterations "
                                         "rows (ARX's records per iteration = 1 / iterations)")

@@ -31,12 +31,13 @@ from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
 from core.engines.fulldomain.search import no_solution, release_from_node
 from core.engines.kgen.bounds import Preprocessing, lattice_bounds, rank_key
+from core.engines.registry import PRIVACY_DEFAULTS
 from core.lattice import NodeEvaluator, NodeResult
 
 
 class RandomSearchParams(EngineParams):
-    max_suppression: float = Field(default=0.005, ge=0, le=1,
-                                   description="fraction of rows that may be suppressed (KGEN paper: 0.5 %)")
+    privacy_defaults = PRIVACY_DEFAULTS["random"]
+
     objective: Literal["precision", "lm"] = Field(default="precision", description="loss to minimise")
     max_evaluations: int = Field(default=5000, ge=1, description="random nodes drawn (KGEN paper Table 7: 5000)")
     preprocessing: Preprocessing = Field(default="none",

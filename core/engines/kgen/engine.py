@@ -56,12 +56,13 @@ from core.engines.kgen.operators import (
     survivors,
     tournament,
 )
+from core.engines.registry import PRIVACY_DEFAULTS
 from core.lattice import NodeEvaluator, NodeResult
 
 
 class KgenParams(EngineParams):
-    max_suppression: float = Field(default=0.005, ge=0, le=1,
-                                   description="fraction of rows that may be suppressed (paper: 0.5 %)")
+    privacy_defaults = PRIVACY_DEFAULTS["kgen"]
+
     objective: Literal["precision", "lm"] = Field(default="precision",
                                                   description="fitness: precision (paper eq. 1-2) | lm")
     max_evaluations: int = Field(default=5000, ge=2, description="candidate evaluations budget (Table 7: 5000)")

@@ -52,6 +52,7 @@ from core.engines.pbg import (
 )
 from core.engines.pbg.properties import unavailable
 from core.engines.pbg.prune import OptimisticBound
+from core.engines.registry import PRIVACY_DEFAULTS
 from core.errors import ParamsError
 from core.lattice import NodeEvaluator
 
@@ -61,8 +62,8 @@ def _split(v: Any) -> Any:
 
 
 class PBGParams(EngineParams):
-    max_suppression: float = Field(default=0.01, ge=0, le=1,
-                                   description="suppression budget eta as a fraction of rows (paper: 0.01)")
+    privacy_defaults = PRIVACY_DEFAULTS["pbg-ea"]
+
     objectives: tuple[str, ...] = Field(default=("k", "GLM"), min_length=1,
                                         description="quality indices to trade off: k, l, S_k, S_l, GLM, CM")
     eps: tuple[float, ...] | None = Field(default=None, description="discretization per objective (default all 1)")

@@ -37,9 +37,9 @@ def _settings(tmp_path: Path, **kw: object) -> Settings:
 def test_example_file_gives_each_feed_its_own_settings(tmp_path: Path) -> None:
     base = _settings(tmp_path, pipelines=EXAMPLE, k=3, sample_seed=9)
     crime, arrests = feeds(base)
-    assert (crime.feed, crime.spec, crime.engine, crime.k, crime.topic_reports) == (
+    assert (crime.feed, crime.spec, crime.engine, crime.privacy.k, crime.topic_reports) == (
         "crime", "crime", "cg-kanon", 5, "crime.reports")
-    assert (arrests.feed, arrests.spec, arrests.engine, arrests.k, arrests.window_size_s) == (
+    assert (arrests.feed, arrests.spec, arrests.engine, arrests.privacy.k, arrests.windows.size_s) == (
         "arrests", "nypd", "mondrian", 10, 2_592_000)
     assert arrests.topic_anonymized == "arrests.anonymized" and arrests.topic_dlq == "arrests.reports.dlq"
     assert arrests.sample_seed == 9  # what a feed leaves out is the deployment's

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from stream.config.names import accepted
 from stream.config.settings import ENV_PREFIX, REQUIRED_IN_PRODUCTION, SECRET_FIELDS, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,13 +96,12 @@ def test_topics_created_with_explicit_partitions(compose) -> None:  # type: igno
 
 
 def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no-untyped-def]
-    fields = set(Settings.model_fields)
+    names = set(accepted(Settings))  # each setting's variable and its flat alias, if any
     for name in ("migrate", "worker", "console"):
         env = _env(compose["services"][name])
         for key in env:
             assert key.startswith(ENV_PREFIX), key
-            field = key[len(ENV_PREFIX):].lower().removesuffix("_file")
-            assert field in fields, f"{key} is not a setting"
+            assert key.removesuffix("_FILE") in names, f"{key} is not a setting"
         # secrets are never values in the environment (nor in `docker inspect`): only files
         for field in SECRET_FIELDS:
             assert f"{ENV_PREFIX}{field.upper()}" not in env, field

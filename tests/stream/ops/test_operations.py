@@ -96,10 +96,10 @@ def test_metrics_equal_the_ledger_and_json_logs_carry_no_identifier(kafka, pg, t
         assert _total(m, "anonstream_ledger_reports", state="released") == acc["released"]
         for stage in ("claim", "sample", "anonymize", "verify", "store", "publish"):
             assert _total(m, "anonstream_release_stage_seconds_count", stage=stage) >= 1, stage
-        assert _total(m, "anonstream_last_release_k") >= sc.settings.k
+        assert _total(m, "anonstream_last_release_k") >= sc.settings.privacy.k
         assert 0 <= _total(m, "anonstream_last_release_information_loss") <= 1
         # the last release's prosecutor risk (manifest privacy.risk): at most 1/k, the average below the highest
-        assert 0 < _total(m, "anonstream_last_release_max_risk") <= 1 / sc.settings.k
+        assert 0 < _total(m, "anonstream_last_release_max_risk") <= 1 / sc.settings.privacy.k
         assert 0 < _total(m, "anonstream_last_release_avg_risk") <= _total(m, "anonstream_last_release_max_risk")
         status, body = _get(f"http://127.0.0.1:{port}/ready")
         assert status == 200 and json.loads(body)["ready"] is True

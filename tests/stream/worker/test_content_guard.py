@@ -35,7 +35,7 @@ def test_rekeyed_copies_are_blocked_and_counted(pg, tmp_path, capsys, window_by)
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
                         idle_timeout_s=1.0, window_by=window_by)
-    assert settings.link_guard == "content"  # the default
+    assert settings.privacy.link_guard == "content"  # the default
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "content-test")

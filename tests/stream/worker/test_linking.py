@@ -131,7 +131,7 @@ def test_adversary_joining_releases_finds_no_one_below_k(pg, tmp_path, guard) ->
     for who, rels in linked.items():
         cands = adversary.candidates(people[who])
         joined = min(cands[r] for r in rels)  # the adversary's best candidate set over linked releases
-        assert joined >= settings.k, (who, cands)
+        assert joined >= settings.privacy.k, (who, cands)
     db.dispose()
 
 
@@ -144,5 +144,5 @@ def test_report_guard_alone_links_persons_across_releases(pg, tmp_path) -> None:
     adversary = Adversary(db, settings)
     for who in recurring:  # each single release still hides the person among >= k records
         cands = adversary.candidates(people[who])
-        assert all(cands[r] >= settings.k for r in linked[who])
+        assert all(cands[r] >= settings.privacy.k for r in linked[who])
     db.dispose()

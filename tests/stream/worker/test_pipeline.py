@@ -72,7 +72,7 @@ def test_end_to_end_releases_match_manifests(day_run):  # type: ignore[no-untype
         # consumer-side check: every class of generalized QIs has at least k records
         frame = pd.DataFrame([r["values"] for r in records])
         qis = list(manifest["codebook"]["qis"])  # the QI labels (typed columns are functions of them)
-        assert frame.groupby(qis).size().min() >= manifest["k"] >= sc.settings.k
+        assert frame.groupby(qis).size().min() >= manifest["k"] >= sc.settings.privacy.k
         # no identifiers of any kind in the published records
         text = json.dumps(records)
         assert "report_id" not in text and "name" not in frame.columns and "dob" not in frame.columns

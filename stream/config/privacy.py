@@ -1,0 +1,34 @@
+"""A feed's privacy settings: ``Settings.privacy``, a feed's ``privacy`` table, ``ANONSTREAM_PRIVACY__*``.
+
+The privacy requirement's fields (``k``, ``l``, ``l_kind``, ``c``, ``t``, ``t_distance``,
+``max_suppression``, ``max_risk``, ``avg_risk``) are declared once, in
+:class:`core.privacy.PrivacyRequirement`; this model extends it with the linking guard and the engine's
+own parameters. One default differs from the requirement's: the stream allows ``max_suppression`` 0.05
+(:data:`STREAM_DEFAULTS`), what it has always used, so a window whose last few rows fit no class is
+released without them rather than carried or held; the batch commands use each engine's default
+(``core.engines.registry.PRIVACY_DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from core.privacy.requirement import PrivacyRequirement
+
+STREAM_DEFAULTS: dict[str, Any] = {"max_suppression": 0.05}
+"""The stream's privacy defaults that are not the requirement's (docs/operations.md, "Privacy defaults")."""
+
+
+class StreamPrivacy(PrivacyRequirement):
+    """What a feed's releases must satisfy, how its history is guarded, and its engine's own parameters."""
+
+    privacy_defaults = STREAM_DEFAULTS
+
+    link_guard: Literal["off", "report", "content", "person"] = Field(
+        default="content", description="history rule: report (station + report id), content (also the keyed "
+        "content fingerprint, whatever station or report id a report arrives under), person (also any report "
+        "of an already released person); see docs/privacy.md")
+    engine_params: dict[str, Any] = Field(default_factory=dict, description="the engine's own parameters (JSON "
+                                          "table, see `anonstream engines`); they win over the fields above")
