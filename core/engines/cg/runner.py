@@ -11,6 +11,7 @@ from core.encoding import EncodedBatch
 from core.engines.base import Engine, Progress, Release, require_models
 from core.engines.cg.params import (
     CGDiverseParams,
+    CGKanonParams,
     CGParams,
     cap_of,
     effective_weights,
@@ -95,11 +96,11 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     cap = cap_of(kmin, params.cap_factor)
     sens = np.asarray(batch.sensitive_codes, np.int64)
     lmin = params.l if mode == DIVERSE else None
-    if mode == DIVERSE:
+    if lmin is not None:  # DIVERSE: CGDiverseParams.l is an int >= 2
         present = len(np.unique(sens))
-        if present < params.l:
-            raise InfeasibleError(f"batch has {present} distinct offence(s) but l={params.l}; no class can be "
-                                  f"{params.l}-diverse", reason="infeasible")
+        if present < lmin:
+            raise InfeasibleError(f"batch has {present} distinct offence(s) but l={lmin}; no class can be "
+                                  f"{lmin}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
     problem = build_problem(batch, weights, row_sev)
     setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
@@ -146,7 +147,6 @@ def warm_up() -> float:
 
     started = time.perf_counter()
     batch = tiny_batch()
-    for eng in (CGKanonEngine(), CGDiverseEngine()):
-        eng.anonymize(batch, eng.Params(k=2, l=2) if isinstance(eng, CGDiverseEngine) else eng.Params(k=2),
-                      np.random.default_rng(0))
+    CGKanonEngine().anonymize(batch, CGKanonParams(k=2), np.random.default_rng(0))
+    CGDiverseEngine().anonymize(batch, CGDiverseParams(k=2, l=2), np.random.default_rng(0))
     return time.perf_counter() - started
