@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -81,16 +82,16 @@ class EncodedBatch:
         """Leaf codes, shape (n, d)."""
         return np.stack([q.codes for q in self.qis], axis=1) if self.qis else np.zeros((self.n, 0), np.int32)
 
-    def generalize(self, levels: np.ndarray | list[int]) -> np.ndarray:
+    def generalize(self, levels: np.ndarray | Sequence[int]) -> np.ndarray:
         """Generalized codes of every row at the lattice node ``levels``, shape (n, d)."""
         return np.stack([q.at(int(lv)) for q, lv in zip(self.qis, levels, strict=True)], axis=1)
 
-    def labels_at(self, levels: np.ndarray | list[int]) -> pd.DataFrame:
+    def labels_at(self, levels: np.ndarray | Sequence[int]) -> pd.DataFrame:
         """Generalized labels of every row at node ``levels`` as a DataFrame of strings."""
         cols = {q.name: q.labels[int(lv)][q.at(int(lv))] for q, lv in zip(self.qis, levels, strict=True)}
         return pd.DataFrame(cols, index=self.frame.index)
 
-    def row_cost(self, levels: np.ndarray | list[int], rows: np.ndarray | None = None) -> np.ndarray:
+    def row_cost(self, levels: np.ndarray | Sequence[int], rows: np.ndarray | None = None) -> np.ndarray:
         """Per-row, per-QI information-loss cost at node ``levels``, shape (n, d) (or of ``rows`` only)."""
         out = np.empty((self.n if rows is None else len(rows), self.d), np.float64)
         for a, (q, lv) in enumerate(zip(self.qis, levels, strict=True)):
@@ -98,7 +99,7 @@ class EncodedBatch:
             out[:, a] = leaf_cost[q.codes if rows is None else q.codes[rows]]
         return out
 
-    def released_frame(self, levels: np.ndarray | list[int], rows: np.ndarray | None = None) -> pd.DataFrame:
+    def released_frame(self, levels: np.ndarray | Sequence[int], rows: np.ndarray | None = None) -> pd.DataFrame:
         """The used columns of ``rows`` (all rows if None) with every QI replaced by its label at ``levels``.
 
         Labels are gathered per leaf first, then once per released row; other columns keep their dtype.

@@ -7,6 +7,8 @@ that names the offending field and, where it helps, the allowed values.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class AnonymizationError(Exception):
     """Base class for every input or configuration problem detected by the core."""
@@ -65,9 +67,9 @@ class VerificationError(AnonymizationError):
     reason = "verification-failed"
 
 
-def preview(values: object, limit: int = 5) -> str:
+def preview(values: Iterable[object], limit: int = 5) -> str:
     """Render the first ``limit`` items of an iterable for an error message."""
-    items = list(values)  # type: ignore[call-overload]
+    items = list(values)
     shown = ", ".join(repr(v) for v in items[:limit])
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return f"{shown}{more}"

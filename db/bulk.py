@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 from sqlalchemy.types import BigInteger
 
-from db.session import insert_ignore
+from db.session import insert_ignore, rowcount
 
 _PG = postgresql.dialect()
 
@@ -65,7 +65,7 @@ def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]],
         columns = list(rows[0])
         payload = json.dumps(rows, default=_json_value, allow_nan=False, separators=(",", ":"))
         res = session.execute(text(_pg_insert_sql(table, columns, ignore_conflicts_on)), {"rows": payload})
-        return int(res.rowcount)  # type: ignore[attr-defined]
+        return int(rowcount(res))
     if ignore_conflicts_on is None:
         session.execute(table.insert(), rows)
         return len(rows)
@@ -84,11 +84,11 @@ def update_where_ids(session: Session, table: Table, ids: list[int], where: Any,
     if use_fast_path(session):
         stmt = (update(table).where(id_col == any_(bindparam("ids", type_=ARRAY(BigInteger))), where)
                 .values(**values))
-        return int(session.execute(stmt, {"ids": list(ids)}).rowcount)  # type: ignore[attr-defined]
+        return int(rowcount(session.execute(stmt, {"ids": list(ids)})))
     changed = 0
     for i in range(0, len(ids), 500):
-        changed += int(session.execute(update(table).where(id_col.in_(ids[i:i + 500]), where)
-                                       .values(**values)).rowcount)  # type: ignore[attr-defined]
+        changed += int(rowcount(session.execute(update(table).where(id_col.in_(ids[i:i + 500]), where)
+                                                .values(**values))))
     return changed
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, and_, or_, select, update
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from db.models import PendingReport, Release, Window
-from db.session import Database
+from db.session import Database, rowcount
 
 CARRIED_STATES = ("carried", "released", "empty")  # closed windows whose pending reports wait for the next
 
@@ -34,9 +34,10 @@ class LostClaim(Exception):
     """The window is no longer claimed by this worker (its lease expired and another took it over)."""
 
 
-def _expired(lease_col: object, claimed_col: object, now: datetime, lease_s: float) -> object:
+def _expired(lease_col: QueryableAttribute[datetime | None], claimed_col: QueryableAttribute[datetime | None],
+             now: datetime, lease_s: float) -> ColumnElement[bool]:
     """Lease ran out (rows without a lease, from before leases existed, expire ``lease_s`` after the claim)."""
-    return or_(lease_col < now, and_(lease_col.is_(None), claimed_col < now - timedelta(seconds=lease_s)))  # type: ignore[attr-defined]
+    return or_(lease_col < now, and_(lease_col.is_(None), claimed_col < now - timedelta(seconds=lease_s)))
 
 
 def fence(session: Session, window_id: str, worker: str) -> None:
@@ -53,7 +54,7 @@ def adopt_carried(session: Session, window_id: str, key: str) -> int:
     res = session.execute(update(PendingReport).where(
         PendingReport.window_key == key, PendingReport.state == "pending", PendingReport.window_id.in_(carried))
         .values(window_id=window_id).execution_options(synchronize_session=False))
-    return int(res.rowcount or 0)
+    return int(rowcount(res) or 0)
 
 
 class ClaimRepository:
@@ -71,7 +72,7 @@ class ClaimRepository:
                     (Window.state == "closing") & _expired(Window.lease_until, Window.claimed_at, now, lease_s)))
                 .values(state="closing", claimed_by=worker, claimed_at=now,
                         lease_until=now + timedelta(seconds=lease_s), close_reason=reason))
-            if res.rowcount != 1:
+            if rowcount(res) != 1:
                 return None
             window = s.get(Window, window_id)
             assert window is not None
@@ -112,7 +113,7 @@ class ClaimRepository:
             res = s.execute(update(Window).where(Window.id == window_id, Window.state == "closing",
                                                  Window.claimed_by == worker)
                             .values(lease_until=now - timedelta(microseconds=1)))
-            return bool(res.rowcount)
+            return bool(rowcount(res))
 
     # --- publishing --------------------------------------------------------------------------------
     def claim_unpublished(self, worker: str, now: datetime, lease_s: float,
@@ -136,6 +137,6 @@ class ClaimRepository:
                 res = s.execute(update(Release).where(Release.id == rid, Release.state == "stored", mine)
                                 .values(publish_claimed_by=worker, publish_claimed_at=now,
                                         publish_lease_until=now + timedelta(seconds=lease_s)))
-                if res.rowcount == 1:
+                if rowcount(res) == 1:
                     claimed.append(rid)
         return claimed

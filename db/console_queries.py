@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, and_, cast, func, select
+from sqlalchemy import ColumnElement, String, and_, cast, func, select
 from sqlalchemy.orm import Session
 
 from db.models import (
@@ -73,7 +73,7 @@ def _release_summary(r: Release, w: Window | None) -> dict[str, Any]:
 
 def list_releases(s: Session, f: ReleaseFilter = ReleaseFilter()) -> tuple[list[dict[str, Any]], int]:
     """Release summaries, newest first, and the total matching the filter (before limit/offset)."""
-    conds = []
+    conds: list[ColumnElement[bool]] = []
     if f.station:
         # JSON list column: a portable text match, confirmed exactly in Python below.
         conds.append(cast(Release.stations, String).like(f'%"{_like_escape(f.station)}"%', escape="\\"))

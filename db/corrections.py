@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from db.models import PendingReport, Window
 from db.reports import IncomingReport
+from db.session import rowcount
 from db.window_state import utc
 
 REPLACED = "replaced"
@@ -110,11 +111,11 @@ def apply_corrections(s: Session, latest: dict[str, IncomingReport]) -> dict[str
         replaced = 0
         if window_id in open_windows:
             r = latest[fp]
-            replaced = s.execute(update(PendingReport).where(
+            replaced = rowcount(s.execute(update(PendingReport).where(
                 PendingReport.fingerprint == fp, PendingReport.state == "pending",
                 PendingReport.window_id == window_id).values(
                 data=r.data, content_hash=r.content_hash, content_fp=r.content_fp, person_fp=r.person_fp)
-                .execution_options(synchronize_session=False)).rowcount or 0
+                .execution_options(synchronize_session=False))) or 0
         out[fp] = REPLACED if replaced else RELEASED
     return out
 

@@ -29,7 +29,7 @@ from db.bulk import bulk_insert
 from db.corrections import REPLACED, apply_corrections, sort_versions
 from db.models import Counter, DlqEvent, PendingReport
 from db.reports import IncomingReport, IngestResult, Rejection
-from db.session import Database, insert_ignore
+from db.session import Database, insert_ignore, rowcount
 from db.stations import UNREGISTERED, register_seen, registered_in
 from db.window_state import due_windows, pool_sizes
 from db.windows import WindowPolicy, WindowRouter
@@ -64,7 +64,7 @@ def _bump(session: Session, station: str, kind: str, reason: str, n: int, now: d
     stmt = (update(Counter).where(Counter.feed == feed, Counter.station_id == station, Counter.kind == kind,
                                   Counter.reason == reason)
             .values(count=Counter.count + n, last_at=now))
-    if session.execute(stmt).rowcount == 0:
+    if rowcount(session.execute(stmt)) == 0:
         inserted = insert_ignore(session, Counter.__table__, [
             {"feed": feed, "station_id": station, "kind": kind, "reason": reason, "count": n, "last_at": now}],
             ["feed", "station_id", "kind", "reason"])

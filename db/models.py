@@ -29,7 +29,7 @@ Tables:
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -42,6 +42,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -82,6 +83,8 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+    # for type checkers: every model here is mapped to a Table (DeclarativeBase types it as FromClause)
+    __table__: ClassVar[Table]
 
 
 class Window(Base):

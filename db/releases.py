@@ -15,6 +15,7 @@ Guarantees (enforced by the database, not only by the caller):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -130,7 +131,7 @@ class ReleaseRepository(ClaimRepository):
             return values_present(s, ReleasedFingerprint.fingerprint, fingerprints)
 
     def finish_window(self, window_id: str, state: str, reason: str | None, now: datetime,
-                      blocked_ids: list[int] = (), worker: str | None = None) -> None:  # type: ignore[assignment]
+                      blocked_ids: Sequence[int] = (), worker: str | None = None) -> None:
         """Close a window without a release: ``carried`` (too small), ``held`` (review) or ``empty``.
 
         With ``worker``, only while that worker still holds the window's claim (:class:`LostClaim`)."""

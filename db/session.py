@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -82,6 +82,13 @@ class Database:
         self.engine.dispose()
         if self._read_engine is not self.engine:
             self._read_engine.dispose()
+
+
+def rowcount(result: Result[Any]) -> int:
+    """Rows matched by an UPDATE, DELETE or INSERT. ``Session.execute`` is typed to return a plain
+    :class:`~sqlalchemy.Result`; for a DML statement it is a :class:`~sqlalchemy.CursorResult`,
+    which carries ``rowcount``."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def insert_ignore(session: Session, table: Any, rows: list[dict[str, Any]], keys: list[str]) -> int:

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from db.models import WorkerStatus
-from db.session import Database, insert_ignore
+from db.session import Database, insert_ignore, rowcount
 
 
 def heartbeat(db: Database, worker: str, now: datetime, partitions: list[int] | None = None,
@@ -19,7 +19,7 @@ def heartbeat(db: Database, worker: str, now: datetime, partitions: list[int] | 
     if stats is not None:
         values["stats"] = stats
     with db.unit() as s:
-        if s.execute(update(WorkerStatus).where(WorkerStatus.id == worker).values(**values)).rowcount == 0:
+        if rowcount(s.execute(update(WorkerStatus).where(WorkerStatus.id == worker).values(**values))) == 0:
             insert_ignore(s, WorkerStatus.__table__, [{"id": worker, "started_at": now, "heartbeat_at": now,
                                                       "partitions": sorted(partitions or []),
                                                       "stats": stats or {}}], ["id"])

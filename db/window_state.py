@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import func, select, update
 
 from db.models import PendingReport, StationControl, Watermark, Window
-from db.session import Database
+from db.session import Database, rowcount
 from db.windows import WindowPolicy, add_key_tally
 
 
@@ -18,7 +18,7 @@ def due_windows(db: Database, policy: WindowPolicy, idle_s: float, now: datetime
     """Open windows of the policy's feed that should close now: watermark passed, full, or idle (not of
     paused stations)."""
     with db.read() as s:
-        wms = dict(s.execute(select(Watermark.key, Watermark.event_time)).all())
+        wms = dict(s.execute(select(Watermark.key, Watermark.event_time)).tuples().all())
         rows = s.execute(select(Window).where(Window.state == "open", Window.feed == policy.feed)).scalars().all()
         prefix = "" if policy.feed == "default" else f"{policy.feed}/"
         paused = {f"{prefix}station:{st}" for st in s.execute(
@@ -81,8 +81,8 @@ def carry_duplicates(db: Database, window_id: str, key: str) -> bool:
             add_key_tally(s, key, row.start, duplicates=n, dropped=x)
             s.execute(update(Window).where(Window.id == window_id).values(duplicates=0, dropped=0))
             return False
-        moved = s.execute(update(Window).where(Window.id == target, Window.state == "open")
-                          .values(duplicates=Window.duplicates + n, dropped=Window.dropped + x)).rowcount
+        moved = rowcount(s.execute(update(Window).where(Window.id == target, Window.state == "open")
+                                   .values(duplicates=Window.duplicates + n, dropped=Window.dropped + x)))
         if moved:
             s.execute(update(Window).where(Window.id == window_id).values(duplicates=0, dropped=0))
         return bool(moved)

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from db.models import Watermark, Window
-from db.session import insert_ignore
+from db.session import insert_ignore, rowcount
 
 
 class WindowPolicy(BaseModel):
@@ -90,7 +90,7 @@ class WindowRouter:
     def save_watermarks(self) -> None:
         for key, t in self.watermarks.items():
             stmt = update(Watermark).where(Watermark.key == key, Watermark.event_time < t).values(event_time=t)
-            if self.s.execute(stmt).rowcount == 0:
+            if rowcount(self.s.execute(stmt)) == 0:
                 insert_ignore(self.s, Watermark.__table__, [{"key": key, "event_time": t}], ["key"])
 
     def _load(self, key: str, start: datetime) -> Window | None:
@@ -168,11 +168,12 @@ class WindowRouter:
             d, x = t.get("duplicates", 0), t.get("dropped", 0)
             if n == 0 and d == 0 and x == 0:
                 continue
-            values = {"count": Window.count + n, "duplicates": Window.duplicates + d, "dropped": Window.dropped + x}
+            values: dict[str, Any] = {"count": Window.count + n, "duplicates": Window.duplicates + d,
+                                      "dropped": Window.dropped + x}
             if n:  # duplicates and drops alone do not keep a window from going idle
                 values["last_input_at"] = self.now
             res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values))
-            if res.rowcount == 0:
+            if rowcount(res) == 0:
                 lost.append(wid)
         if not lost:
             for key, (tally, at) in sorted(self.key_tallies.items()):
@@ -187,7 +188,7 @@ def add_key_tally(s: Session, key: str, at: datetime, duplicates: int = 0, dropp
     stmt = update(Watermark).where(Watermark.key == key).values(
         pending_duplicates=Watermark.pending_duplicates + duplicates,
         pending_dropped=Watermark.pending_dropped + dropped)
-    if s.execute(stmt).rowcount == 0:
+    if rowcount(s.execute(stmt)) == 0:
         insert_ignore(s, Watermark.__table__, [{"key": key, "event_time": at, "pending_duplicates": 0,
                                                 "pending_dropped": 0}], ["key"])
         s.execute(stmt)

@@ -6,7 +6,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -88,7 +88,11 @@ class Release:
         }
 
 
-class Engine(ABC):
+P = TypeVar("P", bound=EngineParams)
+"""An engine's parameter type: ``Engine[KgenParams]`` takes ``KgenParams`` in :meth:`Engine.anonymize`."""
+
+
+class Engine(ABC, Generic[P]):
     """An anonymization engine. Deterministic given the ``rng`` seed."""
 
     name: ClassVar[str]
@@ -100,7 +104,7 @@ class Engine(ABC):
     :func:`require_models`, also applied by ``registry.make_params``)."""
 
     @abstractmethod
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+    def anonymize(self, batch: EncodedBatch, params: P, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         """Anonymize an encoded batch under ``params``; never returns an unverified guarantee."""
 

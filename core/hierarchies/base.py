@@ -9,6 +9,7 @@ lookups by its code at that level.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -136,8 +137,8 @@ def validate_nesting(name: str, maps: list[np.ndarray]) -> None:
             )
 
 
-def unknown_error(name: str, unknown: object) -> HierarchyError:
-    values = sorted({str(v) for v in unknown})  # type: ignore[attr-defined]
+def unknown_error(name: str, unknown: Iterable[object]) -> HierarchyError:
+    values = sorted({str(v) for v in unknown})
     return HierarchyError(
         f"column '{name}' has {len(values)} value(s) not in its hierarchy: {preview(values)} "
         f"(set unknown = \"top\" in the spec to map them to '*')"

@@ -66,9 +66,10 @@ class NodeEvaluator:
         uniq, self.counts, self.inverse = distinct_rows(np.concatenate(cols, axis=1))
         self.counts = self.counts.astype(np.int64)
         self.sens = uniq[:, -1] if self.with_sensitive else None
-        self.n_sens = len(batch.sensitive_labels) if self.with_sensitive else 0
-        self.overall = (np.bincount(batch.sensitive_codes, minlength=self.n_sens).astype(float)
-                        if self.with_sensitive else None)
+        labels, codes = batch.sensitive_labels, batch.sensitive_codes  # both set or both None
+        self.n_sens = len(labels) if self.with_sensitive and labels is not None else 0
+        self.overall = (np.bincount(codes, minlength=self.n_sens).astype(float)
+                        if self.with_sensitive and codes is not None else None)
         if loss == "lm":
             self.weights = batch.weights / batch.weights.sum()
             costs = [q.cost for q in batch.qis]
@@ -147,11 +148,11 @@ class NodeEvaluator:
     def class_ids(self, levels: tuple[int, ...], backend: Backend | None = None) -> tuple[np.ndarray, int]:
         """Class id of each distinct row at ``levels`` and the size of the id space."""
         if (backend or self.backend) == "numba":
-            radix = self._radix(levels)
-            if radix is not None:
+            radices = self._radix(levels)
+            if radices is not None:
                 from core.lattice.kernels import group_rows
 
-                cls, sizes = group_rows(self._pack()[0], np.asarray(levels, dtype=np.int64), radix, self.counts)
+                cls, sizes = group_rows(self._pack()[0], np.asarray(levels, dtype=np.int64), radices, self.counts)
                 return cls, len(sizes)
         key = np.zeros(len(self.counts), dtype=np.int64)
         radix = 1
@@ -172,6 +173,7 @@ class NodeEvaluator:
     def failing(self, cls: np.ndarray, n_cls: int) -> np.ndarray:
         """Boolean per class id: the class fails the requirement (and must be suppressed)."""
         if self.with_sensitive:
+            assert self.sens is not None  # set with with_sensitive
             flat = np.bincount(cls * self.n_sens + self.sens, weights=self.counts, minlength=n_cls * self.n_sens)
             return ~class_ok(flat.reshape(n_cls, self.n_sens), self.req, self.overall)
         return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k_min
@@ -262,6 +264,7 @@ class NodeEvaluator:
         lv = np.asarray(node, np.int64)
         if self.with_sensitive:
             radix = self._radix(node)
+            assert radix is not None  # shorter than the table's radix (with the sensitive code), which fit
             cls, sizes = group_prefix(tab, self.batch.d, radix, cnt)
             flat = np.bincount(cls * self.n_sens + tab[:, -1], weights=cnt, minlength=len(sizes) * self.n_sens)
             fail_cls = ~class_ok(flat.reshape(len(sizes), self.n_sens), self.req, self.overall)

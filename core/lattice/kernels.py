@@ -12,7 +12,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _hash_table(rows: int):  # pragma: no cover
+def _hash_table(rows: int) -> tuple[np.ndarray, np.ndarray, int]:  # pragma: no cover
     """Empty open-addressing table with at least twice ``rows`` slots: (keys, class ids, mask)."""
     cap = 1
     while cap < 2 * rows:
@@ -36,7 +36,8 @@ def _probe(slot_key: np.ndarray, slot_cls: np.ndarray, mask: int, key: int, n: i
 
 
 @njit(cache=True, nogil=True)
-def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, counts: np.ndarray):  # pragma: no cover
+def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray,
+               counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Class id per distinct row and class sizes for one node.
 
     ``codes`` has shape (d, max_level + 1, m): codes[a, l, j] is row j's code for QI a at level l.
@@ -61,8 +62,8 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, counts:
 
 
 @njit(cache=True, nogil=True)
-def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs: np.ndarray,
-                    codes: np.ndarray, levels: np.ndarray, weights: np.ndarray):  # pragma: no cover
+def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs: np.ndarray, codes: np.ndarray,
+                    levels: np.ndarray, weights: np.ndarray) -> tuple[int, float]:  # pragma: no cover
     """Rows in failing classes and the sum over them of counts * (1 - weighted row cost).
 
     ``costs`` has shape (d, max_level + 1, max_codes): per QI and level, cost of each code.
@@ -85,7 +86,7 @@ def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs
 
 @njit(cache=True, nogil=True)
 def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
-           radix: np.ndarray):  # pragma: no cover
+           radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Generalize a class table from levels ``src`` to ``dst`` and merge equal rows.
 
     ``tab`` is (c, w) int32: per row the codes of the d QIs at ``src`` levels, then (if w > d) the
@@ -126,7 +127,8 @@ def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, ds
 
 
 @njit(cache=True, nogil=True)
-def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray, cnt: np.ndarray):  # pragma: no cover
+def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray,
+                 cnt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Class id of each table row by its first ``ncols`` columns, and class sizes."""
     c = tab.shape[0]
     slot_key, slot_cls, mask = _hash_table(c)
@@ -147,7 +149,7 @@ def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray, cnt: np.ndarray
 
 @njit(cache=True, nogil=True)
 def penalty(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, costs: np.ndarray, levels: np.ndarray,
-            weights: np.ndarray):  # pragma: no cover
+            weights: np.ndarray) -> tuple[int, float]:  # pragma: no cover
     """Rows of failing table rows and sum of counts * (1 - weighted row cost) over them."""
     d = levels.shape[0]
     rows = 0

@@ -6,10 +6,12 @@ treated as fully generalized (cost 1 on every QI) wherever a metric needs a valu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
-def precision_loss(levels: np.ndarray | list[int], heights: np.ndarray | list[int]) -> float:
+def precision_loss(levels: np.ndarray | Sequence[int], heights: np.ndarray | list[int]) -> float:
     """Sweeney's precision loss of a full-domain node (KGEN paper eq. 1-2).
 
     Precision_i = level_i / height_i;  Precision = (1 / N) * sum_i Precision_i, with N QIs.

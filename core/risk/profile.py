@@ -153,9 +153,9 @@ def risk_profile(released: pd.DataFrame, qi: list[str], *, original: pd.DataFram
         prosecutor=RecordRisk(**pros), journalist=RecordRisk(**jour), marketer=marketer(sizes, pop_sizes),
         sample_uniques=sample_uniques(sizes),
         sample_uniques_input=None if original is None else sample_uniques(input_sizes),
-        population_uniqueness=Uniqueness(**uniqueness(input_sizes, big_n)),
-        attribute=None if attr is None else Attribute(sensitive=sensitive, **attr),
-        histogram=[Bucket(**b) for b in risk_histogram(sizes)],
-        quasi_identifiers=[QuasiIdentifier(**q) for q in qi_analysis(released, qi)],
+        population_uniqueness=Uniqueness.model_validate(uniqueness(input_sizes, big_n)),
+        attribute=None if attr is None else Attribute.model_validate({"sensitive": sensitive, **attr}),
+        histogram=[Bucket.model_validate(b) for b in risk_histogram(sizes)],
+        quasi_identifiers=[QuasiIdentifier.model_validate(q) for q in qi_analysis(released, qi)],
         warnings=_warnings(pros, attr, threshold, sensitive),
     )

@@ -40,7 +40,7 @@ from core.engines.cg.runner import anonymize_cg
 from core.engines.cg.state import DIVERSE
 
 
-class CGDiverseEngine(Engine):
+class CGDiverseEngine(Engine[CGDiverseParams]):
     name = "cg-diverse"
     summary = "severity-weighted distinct l-diversity: local recoding, severe classes most diverse (anytime)"
     paper = "CG-Diverse, severity-weighted l-diversity for crime data (section 3.4, eqs. 8-10)"

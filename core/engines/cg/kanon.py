@@ -33,7 +33,7 @@ from core.engines.cg.runner import anonymize_cg
 from core.engines.cg.state import KANON
 
 
-class CGKanonEngine(Engine):
+class CGKanonEngine(Engine[CGKanonParams]):
     name = "cg-kanon"
     summary = "severity-weighted k-anonymity: local recoding, severe offences in larger classes (anytime)"
     paper = "CG-Kanon, severity-weighted k-anonymization of crime data (section 3.3, eqs. 1-7)"

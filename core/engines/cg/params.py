@@ -88,6 +88,7 @@ def severities(batch: EncodedBatch, engine: str) -> np.ndarray:
         raise SpecError(f"{engine} needs a severity table for sensitive attribute '{spec.sensitive.name}'",
                         reason="invalid-spec")
     labels, sev = batch.sensitive_labels, np.asarray(batch.severity, float)
+    assert labels is not None  # set with sensitive_codes
     table = spec.sensitive.severity or {}
     if spec.sensitive.default_severity is None:
         missing = [v for v in labels if v not in table]

@@ -42,7 +42,7 @@ def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int,
         skip = np.full(n, SKIP_FORBIDDEN)
         skip_lm = skip_pr = skip
     else:
-        assert isinstance(params, CGDiverseParams)
+        assert isinstance(params, CGDiverseParams) and params.l is not None  # cg-diverse always has an l
         lmin = params.l
         asd = total / n
         present = len(np.unique(sens))
@@ -95,11 +95,11 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     cap = cap_of(kmin, params.cap_factor)
     sens = np.asarray(batch.sensitive_codes, np.int64)
     lmin = params.l if mode == DIVERSE else None
-    if mode == DIVERSE:
+    if lmin is not None:  # DIVERSE: CGDiverseParams.l is an int >= 2
         present = len(np.unique(sens))
-        if present < params.l:
-            raise InfeasibleError(f"batch has {present} distinct offence(s) but l={params.l}; no class can be "
-                                  f"{params.l}-diverse", reason="infeasible")
+        if present < lmin:
+            raise InfeasibleError(f"batch has {present} distinct offence(s) but l={lmin}; no class can be "
+                                  f"{lmin}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
     problem = build_problem(batch, weights, row_sev)
     setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
@@ -131,4 +131,3 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     }
     progress(1.0, f"objective {state.objective():.4f}")
     return build_release(engine.name, batch, problem, state, params, requirement, weights, started, diagnostics)
-

@@ -19,7 +19,7 @@ from core.engines.fulldomain.search import no_solution, release_from_node
 from core.lattice import NodeEvaluator
 
 
-class DataflyEngine(Engine):
+class DataflyEngine(Engine[EngineParams]):
     name = "datafly"
     summary = "Sweeney's greedy Datafly: generalize the QI with most distinct values until k holds"
     paper = "Sweeney 1998 (Datafly)"

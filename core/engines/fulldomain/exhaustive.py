@@ -40,7 +40,7 @@ def evaluate_all(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
     return out
 
 
-class ExhaustiveEngine(Engine):
+class ExhaustiveEngine(Engine[ExhaustiveParams]):
     name = "exhaustive"
     summary = "brute force over every lattice node (small lattices, tests, reference fronts)"
     Params = ExhaustiveParams

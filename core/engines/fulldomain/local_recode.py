@@ -113,7 +113,7 @@ def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight
     return tuple(int(v) for v in best.levels), suppressed, evaluator.evaluations
 
 
-class LocalRecodeEngine(Engine):
+class LocalRecodeEngine(Engine[LocalRecodeParams]):
     name = "local-recode"
     summary = "iterative local recoding: the optimal full-domain node, then the left-over rows again (ARX-style)"
     paper = "ARX iterative local recoding (optimizeIterativeFast); Prasser et al. 2016"

@@ -189,7 +189,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
                   "queued": len(seen), "projections": seeded}
 
 
-class OptimalEngine(Engine):
+class OptimalEngine(Engine[OptimalParams]):
     name = "optimal"
     summary = "globally optimal full-domain generalization (best-first branch and bound on the lattice)"
     paper = "Kohlmayer et al. 2012 (Flash), El Emam et al. 2009 (OLA); ground truth for the other engines"

@@ -44,7 +44,7 @@ class RandomSearchParams(EngineParams):
                                          description="sample the whole lattice (none) or KGEN's reduced box")
 
 
-class RandomSearchEngine(Engine):
+class RandomSearchEngine(Engine[RandomSearchParams]):
     name = "random"
     summary = "random lattice search under an evaluation budget (the KGEN paper's baseline)"
     paper = "De Pascale et al. 2022 (KGEN), random-search baseline"

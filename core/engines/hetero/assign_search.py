@@ -25,7 +25,7 @@ import numpy as np
 from core.engines.hetero.blocks import STRATEGIES, BlockPlanner
 from core.engines.hetero.data import HeteroData
 from core.engines.hetero.objective import matching_objective
-from core.engines.hetero.reassign import construct, pick_slots, reassign_block, removal_gains
+from core.engines.hetero.reassign import KernelConstants, construct, pick_slots, reassign_block, removal_gains
 
 STALL = 1e-4  # a rotation of passes gaining less than this share of the objective ends the phase
 
@@ -42,7 +42,7 @@ class AssignCounters:
     trace: list[tuple[float, float]] = field(default_factory=list)
 
 
-def kernel_constants(data: HeteroData) -> tuple:
+def kernel_constants(data: HeteroData) -> KernelConstants:
     """The constant arrays of :func:`core.engines.hetero.reassign.block_costs`."""
     return (np.ascontiguousarray(data.xn, dtype=np.float64), np.ascontiguousarray(data.xc, dtype=np.int64),
             data.cat_offsets, data.inv_range.astype(np.float64), data.cat_den.astype(np.float64),

@@ -48,7 +48,7 @@ def mixing_costs(keys: list[np.ndarray], weights: np.ndarray, nominal: np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _grow(cand, order, size, min_size):  # pragma: no cover
+def _grow(cand: np.ndarray, order: np.ndarray, size: int, min_size: int) -> np.ndarray:  # pragma: no cover
     """Block id per row: breadth-first growth over ``cand`` from seeds in ``order``."""
     n = cand.shape[0]
     block = np.full(n, -1, dtype=np.int64)

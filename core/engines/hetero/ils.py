@@ -46,7 +46,7 @@ listed in :mod:`core.engines.hetero.search`, :mod:`core.engines.hetero.reassign`
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -123,7 +123,7 @@ def start_clusters(batch: EncodedBatch, data: HeteroData, params: ILSParams, rng
     return pd.factorize(cls)[0].astype(np.int64)
 
 
-class ILSEngine(Engine):
+class ILSEngine(Engine[ILSParams]):
     name = "ils"
     summary = "iterated local search over k-regular bipartite graphs (heterogeneous k-anonymity, GCP or SIL)"
     paper = "Heterogeneous k-anonymity with iterated local search (ILS + 2-opt); Doka et al. 2015"
@@ -174,7 +174,7 @@ class ILSEngine(Engine):
         if final > initial:  # never return worse than the start (guards against rounding)
             result, final = start_matches, initial
         progress(1.0, "done")
-        diag = {
+        diag: dict[str, Any] = {
             "objective": params.objective, "objective_value": final, "start_engine": params.start,
             "start_homogeneous_objective": homogeneous, "start_objective": initial,
             "rpi_vs_start_percent": 100.0 * (homogeneous - final) / homogeneous if homogeneous > 0 else 0.0,

@@ -43,7 +43,7 @@ def kmember_cls(data: HeteroData, k: int, rng: np.random.Generator) -> np.ndarra
     return kmember_clusters(data.xn, data.xc, data.inv_range, data.cat_den, data.cat_offsets, k, first)
 
 
-class KMemberEngine(Engine):
+class KMemberEngine(Engine[EngineParams]):
     name = "kmember"
     summary = "greedy k-member clustering (homogeneous clusters, range / set labels, no hierarchies)"
     paper = "Byun et al. 2007, Efficient k-anonymization using clustering techniques"

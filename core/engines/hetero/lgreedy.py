@@ -55,7 +55,7 @@ def lgreedy_cls(data: HeteroData, k: int, window: int = 0) -> np.ndarray:
                             sort_order(data).astype(np.int64), window)
 
 
-class LGreedyEngine(Engine):
+class LGreedyEngine(Engine[LGreedyParams]):
     name = "lgreedy"
     summary = "sorting-based greedy clustering (homogeneous clusters, range / set labels, no hierarchies)"
     paper = "Liang & Samavi 2020, Optimization-based k-anonymity algorithms (l-greedy)"

@@ -33,11 +33,14 @@ from scipy.optimize import linear_sum_assignment
 from core.engines.hetero.blocks import BlockPlanner
 
 FORBIDDEN = 1e9  # cost of giving a row a match it already has (the identity stays feasible)
+KernelConstants = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""The constant arrays of :func:`block_costs`: xn, xc, offs, inv_range, cat_den, inv_std, inv_cstd."""
 
 
 @njit(cache=True, nogil=True)
-def block_costs(M, excl, blk, targets, xn, xc, offs, inv_range, cat_den, inv_std, inv_cstd, objective,
-                head):  # pragma: no cover
+def block_costs(M: np.ndarray, excl: np.ndarray, blk: np.ndarray, targets: np.ndarray, xn: np.ndarray,
+                xc: np.ndarray, offs: np.ndarray, inv_range: np.ndarray, cat_den: np.ndarray, inv_std: np.ndarray,
+                inv_cstd: np.ndarray, objective: int, head: np.ndarray) -> np.ndarray:  # pragma: no cover
     """``cost[i, t]``: row ``blk[i]``'s objective term after receiving ``targets[t]``.
 
     Row ``blk[i]`` keeps its matches ``M[blk[i], s]`` where ``excl[i, s]`` is False (the released
@@ -130,7 +133,8 @@ def block_costs(M, excl, blk, targets, xn, xc, offs, inv_range, cat_den, inv_std
 
 
 @njit(cache=True, nogil=True)
-def removal_gains(M, xn, xc, offs, inv_range, cat_den):  # pragma: no cover
+def removal_gains(M: np.ndarray, xn: np.ndarray, xc: np.ndarray, offs: np.ndarray, inv_range: np.ndarray,
+                  cat_den: np.ndarray) -> np.ndarray:  # pragma: no cover
     """``gain[r, s]``: the GCP term row r frees when match ``M[r, s]`` is removed (0 for the self slot)."""
     n, k = M.shape
     dn, dc = xn.shape[1], xc.shape[1]
@@ -194,7 +198,7 @@ def pick_slots(M: np.ndarray, blk: np.ndarray, gains: np.ndarray | None, rng: np
     return 1 + np.argmax(g, axis=1)
 
 
-def reassign_block(M: np.ndarray, blk: np.ndarray, slots: np.ndarray, consts: tuple, objective: int,
+def reassign_block(M: np.ndarray, blk: np.ndarray, slots: np.ndarray, consts: KernelConstants, objective: int,
                    head: np.ndarray) -> float:
     """Apply the optimal redistribution of ``blk``'s released matches; return the objective gain (>= 0)."""
     targets = M[blk, slots].copy()
@@ -210,7 +214,7 @@ def reassign_block(M: np.ndarray, blk: np.ndarray, slots: np.ndarray, consts: tu
     return before - after
 
 
-def construct(n: int, k: int, planner: BlockPlanner, consts: tuple, objective: int, rng: np.random.Generator,
+def construct(n: int, k: int, planner: BlockPlanner, consts: KernelConstants, objective: int, rng: np.random.Generator,
               deadline: float = np.inf) -> np.ndarray | None:
     """A k-regular matching built layer by layer by block assignment (Doka et al.'s construction).
 

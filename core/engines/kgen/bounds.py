@@ -73,6 +73,7 @@ def single_attribute_suppressed(batch: EncodedBatch, req: PrivacyRequirement, a:
     codes, n_cls = q.at(level), q.n_codes(level)
     sizes = np.bincount(codes, minlength=n_cls)
     if req.needs_sensitive and batch.sensitive_codes is not None:
+        assert batch.sensitive_labels is not None  # set with sensitive_codes
         n_s = len(batch.sensitive_labels)
         table = np.bincount(codes.astype(np.int64) * n_s + batch.sensitive_codes, minlength=n_cls * n_s)
         fail = ~class_ok(table.reshape(n_cls, n_s), req, overall)
@@ -107,6 +108,7 @@ def lattice_bounds(batch: EncodedBatch, req: PrivacyRequirement, mode: Preproces
         note = "per-QI minimum without suppression (paper §3.2; may exclude solutions, see §7)"
     overall = None
     if req.needs_sensitive and batch.sensitive_codes is not None:
+        assert batch.sensitive_labels is not None  # set with sensitive_codes
         overall = np.bincount(batch.sensitive_codes, minlength=len(batch.sensitive_labels)).astype(float)
     for a in range(batch.d):
         level = int(high[a])

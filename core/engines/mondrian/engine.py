@@ -41,7 +41,7 @@ from core.privacy.check import contingency
 
 def leaf_order(q: EncodedQI) -> np.ndarray:
     """Rank of each leaf when leaves are ordered by value (ordered QIs) or by hierarchy path."""
-    if q.ordered:
+    if q.leaf_values is not None:  # q.ordered
         ranks = np.argsort(np.argsort(q.leaf_values, kind="stable"), kind="stable")
         return ranks.astype(np.int64)
     keys = [np.arange(q.n_leaves)] + [q.maps[lv] for lv in range(1, q.height + 1)]
@@ -51,7 +51,7 @@ def leaf_order(q: EncodedQI) -> np.ndarray:
     return ranks
 
 
-class MondrianEngine(Engine):
+class MondrianEngine(Engine[EngineParams]):
     name = "mondrian"
     summary = "strict multidimensional median partitioning with local recoding (no suppression)"
     paper = "LeFevre, DeWitt, Ramakrishnan 2006 (Mondrian)"
@@ -97,6 +97,7 @@ class MondrianEngine(Engine):
             for rows in parts:
                 leaves = q.codes[rows]
                 if q.kind == "numeric":
+                    assert q.leaf_values is not None  # numeric QIs are ordered
                     vals = q.leaf_values[leaves]
                     lo, hi = float(vals.min()), float(vals.max())
                     labels[rows] = range_label(lo, hi)
@@ -129,8 +130,8 @@ def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement,
     Also the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
     ranks = np.stack([leaf_order(q)[q.codes] for q in batch.qis], axis=1)  # (n, d) ordinal per QI
     span = np.maximum(ranks.max(axis=0) - ranks.min(axis=0), 1).astype(float)
-    sens = batch.sensitive_codes
-    n_sens = len(batch.sensitive_labels) if sens is not None else 0
+    sens, sens_labels = batch.sensitive_codes, batch.sensitive_labels
+    n_sens = len(sens_labels) if sens_labels is not None else 0
     overall = np.bincount(sens, minlength=n_sens).astype(float) if sens is not None else None
 
     def valid(rows: np.ndarray) -> bool:
@@ -138,6 +139,7 @@ def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement,
             return False
         if not req.needs_sensitive:
             return True
+        assert sens is not None  # engines needing a sensitive attribute checked the batch has one
         counts = np.bincount(sens[rows], minlength=n_sens)[None, :]
         return bool(class_ok(counts, req, overall)[0])
 

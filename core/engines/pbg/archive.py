@@ -71,7 +71,7 @@ def theorem2_bound(upper: Sequence[float], eps: Sequence[float], lower: Sequence
 class Archive:
     """Algorithm 1: the updater using box-dominance. Members are (key, raw values, payload)."""
 
-    def __init__(self, eps: Sequence[float], directions: Sequence[int]) -> None:
+    def __init__(self, eps: Sequence[float] | np.ndarray, directions: Sequence[int] | np.ndarray) -> None:
         self.eps = np.asarray(eps, dtype=np.float64)
         self.dirs = np.asarray(directions, dtype=np.int64)
         if (self.eps <= 0).any():

@@ -143,7 +143,7 @@ class PropertyEvaluator:
         first[self.inverse[::-1]] = np.arange(self.n - 1, -1, -1)
         leaves = batch.leaf_matrix[first]
         self.sens = None if not sens else np.asarray(batch.sensitive_codes)[first].astype(np.int64)
-        self.n_sens = 0 if not sens else len(batch.sensitive_labels)
+        self.n_sens = 0 if batch.sensitive_labels is None else len(batch.sensitive_labels)  # set with the codes
         w = np.asarray(batch.weights, dtype=np.float64)
         self.w = w / w.sum() if len(w) else w
         # cost[a][lv]: weighted cost of each distinct row's value of QI a at level lv

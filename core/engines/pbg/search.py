@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -78,6 +79,9 @@ def run_search(evaluate: Evaluate, heights: np.ndarray, cfg: SearchConfig, rng: 
 
     archive = Archive(cfg.eps, dirs.astype(np.int64))
 
+    def members() -> list[Indices]:
+        return cast(list[Indices], archive.payload)  # every update below offers an Indices payload
+
     def ev(node: tuple[int, ...]) -> np.ndarray:
         nonlocal skips
         hit = cache.get(node)
@@ -107,20 +111,20 @@ def run_search(evaluate: Evaluate, heights: np.ndarray, cfg: SearchConfig, rng: 
     pop_vals = offer(pop)
     sizes = [len(archive)]
     if observe is not None:
-        observe(0, len(cache), list(archive.payload))  # type: ignore[arg-type]
+        observe(0, len(cache), list(members()))
     for t in range(cfg.iterations):
-        members = pop_vals + [m.vector(cfg.objectives) for m in archive.payload]  # type: ignore[attr-defined]
-        union = np.vstack([pop, np.array([m.levels for m in archive.payload], dtype=np.int64).reshape(-1, d)])
-        oriented = np.array(members) * dirs
+        vectors = pop_vals + [m.vector(cfg.objectives) for m in members()]
+        union = np.vstack([pop, np.array([m.levels for m in members()], dtype=np.int64).reshape(-1, d)])
+        oriented = np.array(vectors) * dirs
         chosen = tournament(spea2_fitness(oriented), cfg.population, rng)
         pop = mutate(crossover(union[chosen], cfg.p_cross, rng), heights, p_mut, rng)
         pop_vals = offer(pop)
         sizes.append(len(archive))
         if observe is not None:
-            observe(t + 1, len(cache), list(archive.payload))  # type: ignore[arg-type]
+            observe(t + 1, len(cache), list(members()))
         if t % 10 == 0:
             progress(t / max(cfg.iterations, 1), f"iteration {t}: archive {len(archive)}, {len(cache)} nodes")
-    front = sorted(archive.payload, key=lambda r: tuple(r.vector(cfg.objectives)))  # type: ignore[union-attr]
-    return SearchResult(front=front, evaluations=len(cache), archive_sizes=sizes,  # type: ignore[arg-type]
+    front = sorted(members(), key=lambda r: tuple(r.vector(cfg.objectives)))
+    return SearchResult(front=front, evaluations=len(cache), archive_sizes=sizes,
                         pruned=len(pruned), prune_skips=skips, pruned_nodes=frozenset(pruned),
                         evaluated_nodes=frozenset(cache))

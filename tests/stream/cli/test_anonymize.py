@@ -136,7 +136,8 @@ def test_help_teaches():
 def test_adult_uci_spec_reads_headerless_file(tmp_path):
     data = shared("adult-uci", "adult.data")
     head = tmp_path / "head.data"
-    head.write_text("".join(data.open().readlines()[:400]))
+    with data.open() as f:
+        head.write_text("".join(f.readlines()[:400]))
     proc = cli("anonymize", str(head), "--spec", "adult-uci", "--engine", "mondrian", "-k", "5",
                "--out", str(tmp_path / "o.csv"))
     assert proc.returncode == 0, proc.stderr

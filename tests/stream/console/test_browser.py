@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -43,10 +44,16 @@ def _read_until(proc: subprocess.Popen[str], pattern: str, timeout: float) -> re
             break
         seen.append(line)
         m = re.search(pattern, line)
-        if m:  # keep draining the pipe so the process never blocks on a full buffer
-            threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+        if m:  # keep draining the pipe so the process never blocks on a full buffer; close it at its end
+            threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
             return m
     raise AssertionError(f"did not see {pattern!r}; output:\n{''.join(seen[-30:])}")
+
+
+def _drain(pipe: IO[str]) -> None:
+    with pipe:
+        for _ in pipe:
+            pass
 
 
 def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 30) -> None:

@@ -83,4 +83,7 @@ def test_console_command_serves_the_database(seeded: Seeded) -> None:
             assert {r["id"] for r in json.loads(resp.read())["releases"]} == set(seeded.releases.values())
     finally:
         proc.terminate()
-        assert proc.wait(timeout=20) == 0
+        code = proc.wait(timeout=20)
+        if proc.stdout:
+            proc.stdout.close()
+        assert code == 0
