@@ -1,7 +1,18 @@
-"""Shared fixtures: paths to the benchmark data beside the repo, and bundled specs."""
+"""Shared fixtures: paths to the benchmark data beside the repo, and bundled specs; the test processes'
+cache folder.
+
+The suite runs in parallel (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml): every worker
+is a process of its own, with its own PostgreSQL cluster and broker (:mod:`stream.testing.services`),
+its own ``tmp_path`` tree and its own cache folder (:func:`pytest_configure`). The tests of one file
+run on one worker, so a fixture a module builds once (a generated window, a data sample, a whole
+stream run) is built once. ``-n 0`` runs everything in the pytest process itself.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -47,3 +58,18 @@ def good() -> dict:
     from stream.testing.reports import day_of_reports
 
     return day_of_reports(1, 5, seed=5)["S1"][0]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the CLI's cached files (``ANONSTREAM_CACHE_DIR``, e.g. the ``engines`` listing) in a
+    temporary folder per test process rather than the user's cache. The numba kernel cache stays the
+    user's one (``NUMBA_CACHE_DIR``, as the CLI would choose it): compiling costs minutes, numba writes
+    its cache atomically, keyed by source file and signature, so processes can share it."""
+    from stream.cli.main import cache_dir
+
+    if "NUMBA_CACHE_DIR" not in os.environ:
+        os.environ["NUMBA_CACHE_DIR"] = os.path.join(cache_dir(), "numba")
+    tmp = tempfile.mkdtemp(prefix="anonstream-test-cache-")
+    config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    os.environ["ANONSTREAM_CACHE_DIR"] = tmp
+

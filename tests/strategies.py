@@ -31,12 +31,16 @@ def small_schema(with_sensitive: bool = True) -> Schema:
 
 
 @st.composite
-def small_tables(draw, min_rows: int = 8, max_rows: int = 60) -> pd.DataFrame:
-    return make_table(draw(st.integers(0, 2**32 - 1)), draw(st.integers(min_rows, max_rows)))
+def small_tables(draw, min_rows: int = 8, max_rows: int = 60, few_offences: bool = False) -> pd.DataFrame:
+    """``few_offences``: the offences come from the first 1 to 5 of :data:`OFFENCES` (drawn), so some tables
+    cannot be made l-diverse at all."""
+    seed, n = draw(st.integers(0, 2**32 - 1)), draw(st.integers(min_rows, max_rows))
+    return make_table(seed, n, draw(st.integers(1, len(OFFENCES))) if few_offences else len(OFFENCES))
 
 
-def make_table(seed: int, n: int) -> pd.DataFrame:
-    """A random table of ``n`` rows matching :func:`small_schema` (deterministic per seed)."""
+def make_table(seed: int, n: int, offences: int = len(OFFENCES)) -> pd.DataFrame:
+    """A random table of ``n`` rows matching :func:`small_schema` (deterministic per seed); its offences
+    are drawn from the first ``offences`` of :data:`OFFENCES`."""
     rng = np.random.default_rng(seed)
     colors = [c for group in COLORS.values() for c in group]
     shapes = [s for group in SHAPES.values() for s in group]
@@ -46,5 +50,5 @@ def make_table(seed: int, n: int) -> pd.DataFrame:
         "color": rng.choice(colors, n),
         "shape": rng.choice(shapes, n),
         "zip": rng.choice(["801", "802", "811", "812", "900"], n),
-        "offence": rng.choice(OFFENCES, n),
+        "offence": rng.choice(OFFENCES[:offences], n),
     })

@@ -70,17 +70,25 @@ class Scenario:
         return sum(acc.get(k, 0) for k in ACCOUNTED)
 
     def wait_settled(self, timeout: float = 90.0) -> dict[str, int]:
-        """Until every pushed report is accounted for and every release is published."""
+        """Until every pushed report is accounted for and every release is published.
+
+        On PostgreSQL the accounting's counts are separate statements, each with its own snapshot (READ
+        COMMITTED): a release committed between two of them gives a reading that mixes before and after
+        (its reports still pending, its window no longer open, the release already published). So the
+        state counts as settled only when two consecutive readings agree."""
         deadline = time.monotonic() + timeout
         acc: dict[str, int] = {}
+        previous: dict[str, int] | None = None
         while time.monotonic() < deadline:
             for w in self.workers:
                 if w.poll() is not None and w.returncode not in (0, 86, -9):
                     raise AssertionError(f"worker exited with {w.returncode}: {self.logs()[-3000:]}")
             acc = self.accounting()
-            if (sum(acc.get(k, 0) for k in ACCOUNTED) >= self.pushed and acc.get("windows_open", 1) == 0
-                    and acc.get("releases_stored", 1) == 0):
+            settled = (sum(acc.get(k, 0) for k in ACCOUNTED) >= self.pushed and acc.get("windows_open", 1) == 0
+                       and acc.get("releases_stored", 1) == 0)
+            if settled and acc == previous:
                 return acc
+            previous = acc if settled else None
             time.sleep(0.5)
         raise AssertionError(f"not settled after {timeout}s: pushed {self.pushed}, {acc}\n{self.logs()[-3000:]}")
 

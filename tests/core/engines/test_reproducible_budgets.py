@@ -21,7 +21,10 @@ from core.generators import generate_crime_reports
 from core.verify import verify_release
 from stream.io.specs import load_schema
 
-ENGINES = {"cg-kanon": {"k": 5}, "cg-diverse": {"k": 5, "l": 3}, "ils": {"k": 5}, "pbg-ea": {"k": 5}}
+# Work budgets only: time_limit = 0 turns the wall-clock safety cap off (pbg-ea has none), so the default
+# budgets (sweeps, passes and iterations, generations) are all that stops a run.
+ENGINES = {"cg-kanon": {"k": 5, "time_limit": 0}, "cg-diverse": {"k": 5, "l": 3, "time_limit": 0},
+           "ils": {"k": 5, "time_limit": 0}, "pbg-ea": {"k": 5}}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +79,7 @@ def test_same_window_same_release_with_the_other_core_busy(name, window, quiet_r
 @pytest.mark.parametrize("name", list(ENGINES))
 def test_the_work_budget_is_recorded(name, quiet_runs):
     rel = quiet_runs[name]
+    assert rel.diagnostics["budget_cap_hit"] is False
     budget = rel.diagnostics["work_budget"]
     assert budget and all(v is None or v > 0 for v in budget.values())
     if name.startswith("cg-"):

@@ -13,6 +13,7 @@ from core.errors import InfeasibleError
 from core.risk import risk_profile
 from core.risk.classes import class_index
 from core.risk.population import uniqueness, zayatz
+from tests.core.engines.test_property import release_exists
 from tests.strategies import small_schema, small_tables
 
 SCHEMA = small_schema()
@@ -22,10 +23,11 @@ SCHEMA = small_schema()
 @given(df=small_tables(), k=st.integers(2, 6), engine=st.sampled_from(["optimal", "mondrian", "datafly"]))
 def test_prosecutor_risk_of_a_release_is_at_most_one_over_k(df, k, engine) -> None:
     eng = get_engine(engine)
+    params = make_params(eng, {"k": k, "max_suppression": 0.1})
     try:
-        rel = eng.anonymize(encode(df, SCHEMA), make_params(eng, {"k": k, "max_suppression": 0.1}),
-                            np.random.default_rng(0))
+        rel = eng.anonymize(encode(df, SCHEMA), params, np.random.default_rng(0))
     except InfeasibleError:
+        assert not release_exists(engine, params, df)  # refusing is allowed only when nothing could be released
         assume(False)
     prof = risk_profile(rel.rows, SCHEMA.qi_names, original=df, sensitive=SCHEMA.sensitive)
     assert prof.prosecutor.highest <= 1 / k + 1e-12

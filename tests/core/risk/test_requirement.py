@@ -12,7 +12,7 @@ from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.privacy import PrivacyRequirement
 from core.verify import verify_release
-from tests.core.engines.test_property import _params
+from tests.core.engines.test_property import _params, release_exists
 from tests.strategies import make_table, small_schema, small_tables
 
 SCHEMA = small_schema()
@@ -45,6 +45,8 @@ def test_verifier_refuses_a_k5_release_at_max_risk_0_1() -> None:
 
 @pytest.mark.parametrize("name", engine_names())
 def test_every_engine_enforces_or_refuses(name: str) -> None:
+    """An engine either refuses a risk model up front (ParamsError) or enforces it: on a table that can
+    meet it (120 rows: one class of all of them has risk 1/120, within both bounds) it must release."""
     eng = get_engine(name)
     df = make_table(11, 120)
     for field, value in (("max_risk", 0.2), ("avg_risk", 0.1)):
@@ -54,10 +56,9 @@ def test_every_engine_enforces_or_refuses(name: str) -> None:
                 make_params(eng, values)
             continue
         assert name in ENFORCING
-        try:
-            rel = eng.anonymize(encode(df, SCHEMA), make_params(eng, values), np.random.default_rng(1))
-        except InfeasibleError:
-            continue
+        params = make_params(eng, values)
+        assert release_exists(name, params, df)
+        rel = eng.anonymize(encode(df, SCHEMA), params, np.random.default_rng(1))
         report = verify_release(df, rel, SCHEMA)
         assert report.ok, report.failures
         if field == "max_risk":
@@ -88,6 +89,7 @@ def test_optimal_matches_exhaustive_under_avg_risk(df, avg, supp) -> None:
             results.append(None)
     opt, exh = results
     assert (opt is None) == (exh is None)
+    assert (opt is not None) == release_exists("optimal", make_params("optimal", values), df)
     if opt is not None:
         assert opt.diagnostics["objective_value"] == pytest.approx(exh.diagnostics["objective_value"])
         assert verify_release(df, opt, SCHEMA).ok

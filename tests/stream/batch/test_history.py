@@ -96,9 +96,12 @@ def test_ledger_excludes_rekeyed_copies_and_records_releases(day, tmp_path) -> N
 
 
 @pytest.mark.postgres
-def test_ledger_on_postgresql_needs_migrations(day, tmp_path, pg) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_on_postgresql_needs_migrations(day, tmp_path, pg, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import migrations
 
+    # a ledger URL has no folder to keep the fingerprint key beside: it goes to the data dir (./var of the
+    # repo, for the CLI runs below), so give the runs one of their own
+    monkeypatch.setenv("ANONSTREAM_HOME", str(tmp_path / "home"))
     url = pg.create_database("batchledger")
     src = _write(day, tmp_path / "d.csv")
     assert_one_line_error(cli("anonymize", str(src), "--spec", "crime", "--ledger", url), "anonstream migrate")

@@ -16,6 +16,7 @@ from stream.config.settings import Settings
 from stream.ops.broker import BrokerWatch, EmbeddedBroker, ensure_topics, topic_partitions
 from stream.ops.locate import pid_alive
 from stream.ops.runtime import ROOT, wait_until
+from stream.testing.services import start_broker
 
 pytestmark = [pytest.mark.broker]
 
@@ -47,7 +48,7 @@ def test_release_processes_exit_when_their_worker_dies_during_start_up(tmp_path)
 def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from kafka import KafkaProducer
 
-    broker = EmbeddedBroker().start()
+    broker = start_broker()  # its own broker: this test restarts it
     try:
         settings = Settings(data_dir=tmp_path, broker_url=broker.url, fingerprint_key="k")
         ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))

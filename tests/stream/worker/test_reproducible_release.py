@@ -26,7 +26,10 @@ SIGNING = "11" * 32
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-ENGINES: dict[str, dict[str, Any]] = {"cg-kanon": {}, "ils": {}, "cg-diverse": {"l": 2},
+# Work budgets only: time_limit = 0 turns the engines' wall-clock safety cap off (pbg-ea has none).
+NO_WALL_CAP = {"engine_params": {"time_limit": 0}}
+ENGINES: dict[str, dict[str, Any]] = {"cg-kanon": NO_WALL_CAP, "ils": NO_WALL_CAP,
+                                      "cg-diverse": {"l": 2, **NO_WALL_CAP},
                                       "pbg-ea": {"engine_params": {"population": 8, "iterations": 10}}}
 
 
@@ -64,4 +67,5 @@ def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path, engine) -> None: 
     assert records_a == records_b
     assert manifest_a == manifest_b
     Manifest.model_validate(json.loads(manifest_a))  # the model no longer needs created_at
+    assert json.loads(manifest_a)["diagnostics"]["budget_cap_hit"] is False  # the budget, not a cap, stopped it
     assert b"created_at" not in manifest_a and b"timings" not in manifest_a and b"search_s" not in manifest_a

@@ -109,6 +109,7 @@ def test_same_seed_same_release(crime):
     df, schema = crime
     for name in ("cg-kanon", "cg-diverse"):
         a, b = run(name, df, schema, seed=3), run(name, df, schema, seed=3)
+        assert a.diagnostics["budget_cap_hit"] is False and b.diagnostics["budget_cap_hit"] is False
         pd.testing.assert_frame_equal(a.rows, b.rows)
         assert np.array_equal(a.class_ids, b.class_ids)
         assert a.metrics["loss_metric"] == b.metrics["loss_metric"]

@@ -130,6 +130,7 @@ def test_same_seed_and_budget_give_the_same_result(objective, search):
     assert a.rows.equals(b.rows)
     assert a.diagnostics["objective_value"] == b.diagnostics["objective_value"]
     assert a.diagnostics["iterations"] == 300
+    assert a.diagnostics["budget_cap_hit"] is False and b.diagnostics["budget_cap_hit"] is False
     if search == "assign":
         assert a.diagnostics["assign_passes"] == b.diagnostics["assign_passes"] > 0
 

@@ -112,6 +112,7 @@ def test_same_seed_same_result(adult_small):
     frame, schema = adult_small
     params = {"k": 5, "max_suppression": 0.02, "population": 20, "max_evaluations": 300}
     a, b = (run("kgen", frame, schema, params, 7) for _ in range(2))
+    assert a.diagnostics["budget_cap_hit"] is False and b.diagnostics["budget_cap_hit"] is False
     assert a.diagnostics["levels"] == b.diagnostics["levels"]
     assert a.diagnostics["history"] == b.diagnostics["history"]
     assert a.diagnostics["nodes_evaluated"] == b.diagnostics["nodes_evaluated"]
