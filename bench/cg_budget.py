@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import print_table, write_results
 from core.encoding import EncodedBatch, encode
-from core.engines.cg.runner import warm_up
+from core.engines.warmup import warm_up_all
 from core.engines.registry import get_engine, make_params
 from core.generators import generate_crime_reports
 from stream.io.specs import load_schema
@@ -57,7 +57,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per budget and load (default 3)")
     ap.add_argument("--rows", type=int, default=10_000, help="reports in the window (default 10,000)")
     args = ap.parse_args()
-    warm = warm_up()
+    warm = sum(warm_up_all(["cg-kanon", "cg-diverse"]).values())
     batch = encode(generate_crime_reports(np.random.default_rng(2), per_day=args.rows), load_schema("crime"))
     runs = []
     for load in ("no-spinner", "spinner"):
