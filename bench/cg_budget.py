@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import print_table, write_results
 from core.encoding import EncodedBatch, encode
-from core.engines.warmup import warm_up_all
 from core.engines.registry import get_engine, make_params
+from core.engines.warmup import warm_up_all
 from core.generators import generate_crime_reports
 from stream.io.specs import load_schema
 
