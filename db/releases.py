@@ -224,10 +224,16 @@ class ReleaseRepository(ClaimRepository):
         return timings if isinstance(timings, dict) else {}
 
     def accounting(self) -> dict[str, int]:
-        """Report counts by fate: pool states, duplicates/corrections and DLQ rejections."""
+        """Report counts by fate: pool states, duplicates/corrections and DLQ rejections.
+
+        All counts come from one snapshot: on PostgreSQL the read runs at REPEATABLE READ, so a release
+        committed while they are counted is either wholly in them or not at all (at READ COMMITTED each
+        statement would see its own snapshot). A SQLite read transaction is one snapshot already."""
         from db.models import Counter
 
         with self.db.read() as s:
+            if s.get_bind().dialect.name == "postgresql":
+                s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             out = {state: int(n) for state, n in s.execute(
                 select(PendingReport.state, func.count()).group_by(PendingReport.state)).all()}
             for kind, n in s.execute(select(Counter.kind, func.sum(Counter.count)).group_by(Counter.kind)).all():
