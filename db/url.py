@@ -1,7 +1,7 @@
 """The ledger's database URL from the environment, for callers without the service settings (Alembic).
 
-The service resolves the same URL through its settings (``Settings.db_url``); a test holds the two
-equal. Order: ``ANONSTREAM_DATABASE_URL`` (or the file named by ``ANONSTREAM_DATABASE_URL_FILE``),
+The service resolves the same URL through its settings (``Settings.db_url``, with the helpers below);
+a test holds the two equal. Order: ``ANONSTREAM_DATABASE_URL`` (or the file named by ``ANONSTREAM_DATABASE_URL_FILE``),
 with the password from ``ANONSTREAM_DATABASE_PASSWORD`` (or ``..._FILE``) filled in when the URL has
 none; else SQLite at ``anonstream.db`` in the data directory (``ANONSTREAM_HOME``, else
 ``ANONSTREAM_DATA_DIR``, else ``./var``).

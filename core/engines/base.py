@@ -41,7 +41,7 @@ class EngineParams(PrivacyRequirement):
     """Parameters of an engine: the privacy requirement's fields (declared once, in
     :class:`~core.privacy.requirement.PrivacyRequirement`) and the engine's own, which engines add in a
     subclass. An engine whose privacy defaults differ from the requirement's takes its row of
-    ``registry.PRIVACY_DEFAULTS`` as ``privacy_defaults``."""
+    ``core.engines.defaults.PRIVACY_DEFAULTS`` as ``privacy_defaults``."""
 
 
 @dataclass(frozen=True, eq=False)

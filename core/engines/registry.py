@@ -38,19 +38,6 @@ _ENGINES: dict[str, str] = {
     "local-recode": "core.engines.fulldomain.local_recode:LocalRecodeEngine",
 }
 
-# The privacy defaults of the engines whose defaults differ from PrivacyRequirement's (k 5, max_suppression
-# 0, no l, t or risk bound): the one table of them. Each engine's Params take its row
-# (``privacy_defaults``), ``anonstream engines`` shows them, and docs/operations.md's table
-# "Privacy defaults by engine" is generated from here (tests/stream/config/test_reference.py checks it).
-PRIVACY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "random": {"max_suppression": 0.005},  # the KGEN paper's 0.5 %
-    "kgen": {"max_suppression": 0.005},  # the paper's 0.5 % stakeholder requirement
-    "local-recode": {"max_suppression": 0.01},  # rows that may stay suppressed after the last round
-    "pbg-ea": {"max_suppression": 0.01},  # the paper's suppression budget eta
-    "cg-diverse": {"l": 3},  # l_min: diversity is what the engine is for (it needs l >= 2)
-}
-
-
 def engine_names() -> list[str]:
     return list(_ENGINES)
 
@@ -69,7 +56,7 @@ def make_params(engine: Engine | str, values: Mapping[str, Any] | None = None, r
     ``requirement`` gives the privacy fields (those of :class:`~core.privacy.PrivacyRequirement`: ``k``,
     ``l``, ..., ``max_suppression``, ``max_risk``, ``avg_risk``) from a requirement, the stream's privacy
     settings, parsed command-line options or a mapping; ``values`` (any parameter of the engine) win over
-    it. A parameter left out or None takes the engine's default (``PRIVACY_DEFAULTS``, else the field's).
+    it. A parameter left out or None takes the engine's default (``core.engines.defaults``, else the field's).
     """
     from pydantic import ValidationError
 
@@ -143,18 +130,13 @@ def bounds_text(metadata: list[Any]) -> str:
     return ", ".join(parts)
 
 
-def default_of(engine: Engine, name: str) -> Any:
-    """The default of one of the engine's parameters (a privacy one from ``PRIVACY_DEFAULTS`` if there)."""
-    params = engine.Params
-    return params.privacy_defaults[name] if name in params.privacy_defaults else params.model_fields[name].default
-
-
 def describe(engine: Engine) -> list[dict[str, Any]]:
     """Each parameter the engine accepts: name, type (allowed values), typeable default, bounds, description."""
     out = []
     for name in accepted_fields(engine):
         f = engine.Params.model_fields[name]
-        out.append({"name": name, "type": type_text(f.annotation), "default": value_text(default_of(engine, name)),
+        default = value_text(engine.Params.default_of(name))
+        out.append({"name": name, "type": type_text(f.annotation), "default": default,
                     "bounds": bounds_text(list(f.metadata)), "description": f.description or ""})
     return out
 

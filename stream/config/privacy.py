@@ -6,7 +6,7 @@ The privacy requirement's fields (``k``, ``l``, ``l_kind``, ``c``, ``t``, ``t_di
 own parameters. One default differs from the requirement's: the stream allows ``max_suppression`` 0.05
 (:data:`STREAM_DEFAULTS`), what it has always used, so a window whose last few rows fit no class is
 released without them rather than carried or held; the batch commands use each engine's default
-(``core.engines.registry.PRIVACY_DEFAULTS``).
+(``core.engines.defaults.PRIVACY_DEFAULTS``).
 """
 
 from __future__ import annotations

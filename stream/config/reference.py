@@ -8,7 +8,7 @@ current (tests/stream/config/test_reference.py checks it too). The blocks:
   with its variable, the flat name it is also read under, its default and what it does;
 * ``environment``: the variables read outside the settings (:data:`ENV_ONLY`);
 * ``privacy-defaults``: the privacy defaults of the stream and of each engine
-  (``core.engines.registry.PRIVACY_DEFAULTS``).
+  (``core.engines.defaults.PRIVACY_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.engines.registry import PRIVACY_DEFAULTS, bounds_text, engine_names, value_text
+from core.engines.defaults import PRIVACY_DEFAULTS
+from core.engines.registry import bounds_text, engine_names, value_text
 from core.privacy.requirement import PrivacyRequirement
 from stream.config.names import leaves, names_of
 from stream.config.privacy import StreamPrivacy

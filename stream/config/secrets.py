@@ -64,18 +64,6 @@ class FileSettings(EnvSettingsSource):
         return out
 
 
-def with_password(url: str, password: SecretStr | None) -> str:
-    """``url`` with ``password`` filled in when the URL carries none."""
-    if password is None or not password.get_secret_value():
-        return url
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    if parsed.password:
-        return url
-    return parsed.set(password=password.get_secret_value()).render_as_string(hide_password=False)
-
-
 def weak_key(text: str) -> str | None:
     """Why ``text`` is not a key of at least 32 random bytes (64+ hex digits, or base64), None if it is."""
     raw: bytes | None = None

@@ -25,6 +25,7 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError,
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.errors import AnonymizationError, ParamsError
+from db.url import sqlite_url, with_password
 from db.windows import WindowPolicy
 from stream.config import names
 from stream.config.names import ENV_PREFIX
@@ -35,7 +36,6 @@ from stream.config.secrets import (
     check_production_secrets,
     secret_value,
     weak_key,
-    with_password,
 )
 
 __all__ = ["ENV_PREFIX", "REQUIRED_IN_PRODUCTION", "SECRET_FIELDS", "Settings", "load_settings", "secret_value",
@@ -183,8 +183,8 @@ class Settings(BaseSettings):
 
     def db_url(self) -> str:
         if self.database_url:
-            return with_password(self.database_url, self.database_password)
-        return f"sqlite:///{(self.data_dir / 'anonstream.db').resolve()}"
+            return with_password(self.database_url, secret_value(self.database_password))
+        return sqlite_url(self.data_dir)
 
     def bootstrap_servers(self) -> list[str]:
         """``host:port`` list from ``broker_url`` (``kafka://a:1,b:2`` or ``a:1,b:2``)."""

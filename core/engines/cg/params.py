@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import EngineParams
-from core.engines.registry import PRIVACY_DEFAULTS
+from core.engines.defaults import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError, ParamsError, SpecError, preview
 
 TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window converges in ~25 sweeps (~2 s of one core)

@@ -42,8 +42,8 @@ from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
+from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
-from core.engines.registry import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 from core.metrics import summarize

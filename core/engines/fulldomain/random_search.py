@@ -29,9 +29,9 @@ from pydantic import Field
 
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
+from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.search import no_solution, release_from_node
 from core.engines.kgen.bounds import Preprocessing, lattice_bounds, rank_key
-from core.engines.registry import PRIVACY_DEFAULTS
 from core.lattice import NodeEvaluator, NodeResult
 
 

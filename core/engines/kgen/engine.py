@@ -45,6 +45,7 @@ from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
+from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.search import no_solution, release_from_node
 from core.engines.kgen.bounds import Bounds, Preprocessing, attribute_loss, lattice_bounds, rank_key
 from core.engines.kgen.operators import (
@@ -56,7 +57,6 @@ from core.engines.kgen.operators import (
     survivors,
     tournament,
 )
-from core.engines.registry import PRIVACY_DEFAULTS
 from core.lattice import NodeEvaluator, NodeResult
 
 

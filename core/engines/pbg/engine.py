@@ -37,6 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_models, require_rows
+from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.search import release_from_node
 from core.engines.pbg import (
     DIRECTIONS,
@@ -52,7 +53,6 @@ from core.engines.pbg import (
 )
 from core.engines.pbg.properties import unavailable
 from core.engines.pbg.prune import OptimisticBound
-from core.engines.registry import PRIVACY_DEFAULTS
 from core.errors import ParamsError
 from core.lattice import NodeEvaluator
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.engines.registry import PRIVACY_DEFAULTS, engine_names, make_params
+from core.engines.defaults import PRIVACY_DEFAULTS
+from core.engines.registry import engine_names, make_params
 from core.privacy.requirement import PrivacyRequirement
 from stream.config.names import accepted, leaves
 from stream.config.privacy import StreamPrivacy
