@@ -10,9 +10,10 @@ def test_ruff_is_clean():
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 
-def test_core_does_no_io_and_imports_nothing_of_ours():
-    banned = ("import faust", "from faust", "sqlalchemy", "os.environ", "getenv", "from stream", "import stream",
-              "from db", "import db", "open(", "read_text(", "write_text(")
+def test_core_does_no_io():
+    # what core may import of ours is tests/test_imports.py's to check; this is about I/O and environment
+    banned = ("import faust", "from faust", "sqlalchemy", "os.environ", "getenv", "open(", "read_text(",
+              "write_text(")
     for path in (ROOT / "core").rglob("*.py"):
         text = path.read_text()
         for word in banned:
