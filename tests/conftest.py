@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -73,3 +76,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
 
+
+
+@pytest.fixture(autouse=True)
+def _no_kafka_client_outlives_its_test() -> Iterator[None]:
+    """A kafka-python client's IO thread started by a test ends with it (waited on, up to 30 s).
+
+    A leaked client keeps retrying its broker from a background thread, drawing jitter from the global
+    ``random`` module; a Hypothesis test that runs next in the same worker then fails as flaky."""
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    leaked = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("kafka-io-")]
+    deadline = time.monotonic() + 30
+    for t in leaked:
+        t.join(max(0.0, deadline - time.monotonic()))
+    alive = [t.name for t in leaked if t.is_alive()]
+    assert not alive, f"kafka-python IO threads outlived the test: {alive}"

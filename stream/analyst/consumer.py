@@ -27,6 +27,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.analyst.export import write_release
+from stream.ops.kafka_clients import open_client
 from stream.wire.records import checksum
 from stream.wire.release_ids import valid_release_id
 from stream.wire.signing import verify_manifest
@@ -168,7 +169,7 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | No
     """
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=group,
+    consumer = open_client(KafkaConsumer, bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=group,
                              auto_offset_reset="earliest", client_id="anonstream-consume",
                              consumer_timeout_ms=1000)
     parts = []

@@ -33,7 +33,7 @@ class BrokerHealth:
     def _broker_call(self, fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         if not self.settings.broker_url:
             return {"error": "no broker configured (ANONSTREAM_BROKER_URL / --broker)"}
-        fut = _POOL.submit(fn, self.settings.bootstrap_servers(), *args)
+        fut = _POOL.submit(fn, self.settings.bootstrap_servers(), *args, timeout_s=self.broker_timeout_s)
         try:
             return fut.result(timeout=self.broker_timeout_s)
         except concurrent.futures.TimeoutError:

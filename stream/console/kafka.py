@@ -14,31 +14,39 @@ import json
 import time
 from typing import Any
 
+from stream.ops.kafka_clients import open_client
+
 # Short timeouts; the bootstrap timeout is called api_version_auto_timeout_ms before kafka-python 3.
 CLIENT = {"request_timeout_ms": 5000, "bootstrap_timeout_ms": 4000, "api_version_auto_timeout_ms": 4000,
           "reconnect_backoff_max_ms": 1000, "metadata_max_age_ms": 5000,
           "session_timeout_ms": 6000, "heartbeat_interval_ms": 2000}
 
 
-def _config(cls: Any, **extra: Any) -> dict[str, Any]:
-    """CLIENT options this kafka-python class knows, plus ``extra``."""
+def _config(cls: Any, timeout_s: float | None = None, **extra: Any) -> dict[str, Any]:
+    """CLIENT options this kafka-python class knows, plus ``extra``. With ``timeout_s`` the bootstrap and
+    request timeouts end within it, so a look-up abandoned at its deadline does not outlive the page."""
     known = getattr(cls, "DEFAULT_CONFIG", {})
-    return {**{k: v for k, v in CLIENT.items() if k in known}, **extra}
+    options = dict(CLIENT)
+    if timeout_s is not None:
+        ms = max(200, int(timeout_s * 900))
+        for name in ("bootstrap_timeout_ms", "api_version_auto_timeout_ms", "request_timeout_ms"):
+            options[name] = min(options[name], ms)
+    return {**{k: v for k, v in options.items() if k in known}, **extra}
 
 
-def _admin(bootstrap: list[str]) -> Any:
+def _admin(bootstrap: list[str], timeout_s: float | None = None) -> Any:
     from kafka.admin import KafkaAdminClient
 
-    return KafkaAdminClient(**_config(KafkaAdminClient, bootstrap_servers=bootstrap,
-                                      client_id="anonstream-console-admin"))
+    return open_client(KafkaAdminClient, **_config(KafkaAdminClient, timeout_s, bootstrap_servers=bootstrap,
+                                                   client_id="anonstream-console-admin"))
 
 
-def _consumer(bootstrap: list[str], client_id: str) -> Any:
+def _consumer(bootstrap: list[str], client_id: str, timeout_s: float | None = None) -> Any:
     from kafka import KafkaConsumer
 
-    return KafkaConsumer(**_config(KafkaConsumer, bootstrap_servers=bootstrap, group_id=None,
-                                   enable_auto_commit=False, auto_offset_reset="earliest", client_id=client_id,
-                                   consumer_timeout_ms=1000))
+    return open_client(KafkaConsumer, **_config(KafkaConsumer, timeout_s, bootstrap_servers=bootstrap, group_id=None,
+                                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                                client_id=client_id, consumer_timeout_ms=1000))
 
 
 def _partitions(consumer: Any, topic: str, wait_s: float = 3.0) -> list[Any]:
@@ -52,9 +60,9 @@ def _partitions(consumer: Any, topic: str, wait_s: float = 3.0) -> list[Any]:
     return [TopicPartition(topic, p) for p in sorted(parts or [])]
 
 
-def consumer_lag(bootstrap: list[str], group: str, topic: str) -> dict[str, Any]:
+def consumer_lag(bootstrap: list[str], group: str, topic: str, timeout_s: float | None = None) -> dict[str, Any]:
     """Per partition of ``topic``: end offset, the group's committed offset and the lag."""
-    consumer = _consumer(bootstrap, "anonstream-console-lag")
+    consumer = _consumer(bootstrap, "anonstream-console-lag", timeout_s)
     admin = None
     try:
         parts = _partitions(consumer, topic)
@@ -63,7 +71,7 @@ def consumer_lag(bootstrap: list[str], group: str, topic: str) -> dict[str, Any]
                     "error": f"topic {topic} not found"}
         ends = consumer.end_offsets(parts)
         starts = consumer.beginning_offsets(parts)
-        admin = _admin(bootstrap)
+        admin = _admin(bootstrap, timeout_s)
         committed_all = admin.list_group_offsets({group: parts}).get(group, {})
         rows, total, notes = [], 0, []
         for tp in parts:
@@ -86,9 +94,9 @@ def consumer_lag(bootstrap: list[str], group: str, topic: str) -> dict[str, Any]
             admin.close()
 
 
-def group_status(bootstrap: list[str], group: str) -> dict[str, Any]:
+def group_status(bootstrap: list[str], group: str, timeout_s: float | None = None) -> dict[str, Any]:
     """State and member count of the workers' consumer group (members' client ids, no hosts)."""
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, timeout_s)
     try:
         try:
             desc = admin.describe_groups([group])

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from core.errors import ParamsError
 from stream.config.settings import Settings
+from stream.ops.kafka_clients import open_client
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def ensure_topics(bootstrap: list[str] | str, partitions: dict[str, int], timeou
     deadline = time.monotonic() + timeout
     while True:
         try:
-            admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="anonstream-admin",
+            admin = open_client(KafkaAdminClient, bootstrap_servers=bootstrap, client_id="anonstream-admin",
                                      request_timeout_ms=10_000)
             break
         except KafkaError:
@@ -233,9 +234,10 @@ class BrokerWatch:
         from kafka import KafkaConsumer, TopicPartition
 
         if self._consumer is None:
-            self._consumer = KafkaConsumer(bootstrap_servers=self.settings.bootstrap_servers(), group_id=None,
-                                           enable_auto_commit=False, client_id="anonstream-broker-watch",
-                                           request_timeout_ms=10_000, metadata_max_age_ms=2_000)
+            self._consumer = open_client(KafkaConsumer, bootstrap_servers=self.settings.bootstrap_servers(),
+                                         group_id=None, enable_auto_commit=False,
+                                         client_id="anonstream-broker-watch", request_timeout_ms=10_000,
+                                         metadata_max_age_ms=2_000)
         out: dict[tuple[str, int], int] = {}
         from stream.config.feeds import feeds
 

@@ -21,6 +21,7 @@ from typing import Any
 from db import Database, ReleaseRepository
 from db.models import Release
 from stream.config.settings import Settings
+from stream.ops.kafka_clients import open_client
 from stream.ops.logs import ctx
 from stream.wire.records import dumps, record_messages
 
@@ -51,7 +52,7 @@ def topic_keys(bootstrap: list[str], topic: str, timeout_s: float = 30.0) -> set
     topic does not exist or could not be read to its end within ``timeout_s``."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
+    consumer = open_client(KafkaConsumer, bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
                              client_id="anonstream-republish", request_timeout_ms=15_000,
                              consumer_timeout_ms=1000)
     try:

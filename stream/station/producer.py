@@ -21,6 +21,7 @@ from core.encoding import Schema
 from stream.intake.contract import RejectDetail
 from stream.intake.validate import Rejected, ReportValidator
 from stream.io.rows import Row, chunks
+from stream.ops.kafka_clients import open_client
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
                               "batch_size": 256 * 1024, "enable_idempotence": False,
                               "max_in_flight_requests_per_connection": 5, "client_id": "anonstream-push"}
     config.update(overrides)
-    return KafkaProducer(**config)
+    return open_client(KafkaProducer, **config)
 
 
 def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:

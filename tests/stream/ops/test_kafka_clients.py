@@ -1,0 +1,52 @@
+"""kafka-python clients that fail to start leave no IO thread behind; every client is built that way."""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient
+from kafka.errors import KafkaError
+
+from stream.console.kafka import _config
+from stream.ops.kafka_clients import open_client
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _io_threads(client_id: str) -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == f"kafka-io-{client_id}"]
+
+
+@pytest.mark.parametrize("cls", [KafkaAdminClient, KafkaConsumer, KafkaProducer])
+def test_a_client_that_cannot_bootstrap_stops_its_io_thread(cls: type) -> None:
+    client_id = f"leak-check-{cls.__name__}"
+    with pytest.raises(KafkaError):
+        open_client(cls, bootstrap_servers="127.0.0.1:1", client_id=client_id, bootstrap_timeout_ms=500,
+                    reconnect_backoff_max_ms=100)
+    assert _io_threads(client_id) == []
+
+
+def test_a_client_that_starts_is_returned_whole(kafka) -> None:  # noqa: ANN001 (the broker fixture)
+    admin = open_client(KafkaAdminClient, bootstrap_servers=kafka.bootstrap, client_id="starts-whole")
+    try:
+        assert isinstance(admin.list_topics(), list)
+    finally:
+        admin.close()
+    assert _io_threads("starts-whole") == []
+
+
+def test_every_kafka_python_client_is_built_through_open_client() -> None:
+    direct = re.compile(r"(?<![\w.])(KafkaConsumer|KafkaProducer|KafkaAdminClient)\(")
+    offenders = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "stream").rglob("*.py"))
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if direct.search(line)]
+    assert offenders == []
+
+
+def test_console_look_ups_end_within_their_deadline() -> None:
+    config = _config(KafkaAdminClient, 1.0, bootstrap_servers=["x:1"])
+    assert config["bootstrap_timeout_ms"] <= 1000 and config["request_timeout_ms"] <= 1000
+    assert _config(KafkaAdminClient)["bootstrap_timeout_ms"] == 4000
