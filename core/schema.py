@@ -225,6 +225,7 @@ class DatasetSpec(_Strict):
     station_column: str | None = None  # stream: routes a report to its station (default station_id)
     time_column: str | None = None  # stream: event time that picks the window (default event_time)
     id_column: str | None = None  # stream: report id, fingerprinted then dropped (default report_id)
+    id_scope: Literal["station", "global"] = "station"  # stream: ids unique per station, or department-wide
     # stream: window context published as record columns (docs/stream.md "Release columns"): the day of
     # the releasing window and its key (the station, or the region). Both are in the manifest already.
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")

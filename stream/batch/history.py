@@ -127,7 +127,7 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
         clean = validator.check(rec) if streamable else None
         if isinstance(clean, Clean):
             cfp = content_fingerprint(key, clean.person, content_fields(clean, settings.content_columns))
-            rep.append(fingerprint(key, clean.station_id, clean.report_id))
+            rep.append(fingerprint(key, clean.scope or clean.station_id, clean.report_id))
             sta.append(clean.station_id)
         else:  # no report id / station / time (or not valid as a stream report): content alone, and
             # identical rows (different people in e.g. census data) count as the 1st, 2nd ... occurrence

@@ -35,13 +35,17 @@ Examples:
   anonstream push arrests.csv --feed arrests --pipelines feeds.toml   # a deployment with several feeds
 """
 
-def _progress(label: str) -> Any:
+# push's producer gives up on a broker that stopped answering after 20 s (the defaults wait minutes)
+PUSH_TIMEOUTS = {"request_timeout_ms": 15_000, "delivery_timeout_ms": 20_000, "max_block_ms": 20_000}
+
+
+def _progress(label: str, what: str = "rows") -> Any:
     from stream.cli._progress import ProgressPrinter
 
     printer = ProgressPrinter(label)
 
     def show(done: int, total: int) -> None:
-        printer(done / total if total else 0.0, f"{done}/{total} rows")
+        printer(done / total if total else 0.0, f"{done}/{total} {what}")
 
     return show
 
@@ -55,6 +59,10 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.ops.locate import check_broker
     from stream.station.producer import make_producer, push_reports
 
+    if args.wait < 0:
+        from core.errors import ParamsError
+
+        raise ParamsError(f"--wait must be 0 or more seconds, got {args.wait:g}", reason="invalid-option")
     settings = load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines)
     if settings.pipelines is not None or args.feed:  # the feed's input topic and spec (stream/config/feeds.py), checked
         from stream.config.feeds import feed_named  # before anything else: a bad pipelines file is the error
@@ -72,7 +80,7 @@ def cmd_push(args: argparse.Namespace) -> int:
 
     # a first pass, before anything is sent: repeated report ids (and a malformed JSON line stops here)
     repeated = repeated_ids(counted(), spec.id_column or "report_id", spec.station_column or "station_id",
-                            args.station)
+                            args.station, global_ids=spec.id_scope == "global")
     total = seen[0]
     if total == 0:
         from core.errors import InputDataError
@@ -80,24 +88,43 @@ def cmd_push(args: argparse.Namespace) -> int:
         raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
     header = csv_header(args.input)[0] if Path(args.input).suffix not in {".jsonl", ".ndjson", ".parquet",
                                                                           ".pq"} else None
-    sink = RejectsWriter(args.rejects, header) if args.rejects else None
+    sink = RejectsWriter(args.rejects, header, Hints(schema)) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     from stream.station.preview import LedgerPreview
+    from stream.station.receipt import REPUSH, ReceiptReader, receipt_lines
+    from stream.wire.receipts import new_push_id
 
+    topic = args.topic or settings.topic_reports
+    workers = _check_workers(settings, schema, topic, args)  # another spec or feed: exit 2, nothing sent
+    push_id = new_push_id()
+    reader = ReceiptReader(settings.bootstrap_servers(), topic, push_id, total) if workers and not args.no_wait \
+        else None
     ledger = LedgerPreview.open(settings)
-    producer = make_producer(settings.bootstrap_servers())
+    producer = make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS)
+    show = _progress(f"push {Path(args.input).name}")
+
+    def progress(done: int, of: int) -> None:
+        show(done, of)
+        if reader is not None:
+            reader.poll()  # keep up with the receipts while sending
+
     try:
-        result = push_reports(iter_rows(args.input), schema, producer,
-                              args.topic or settings.topic_reports, args.station,
-                              progress=_progress(f"push {Path(args.input).name}"), total=total,
-                              rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger)
+        result = push_reports(iter_rows(args.input), schema, producer, topic, args.station, progress=progress,
+                              total=total, rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger,
+                              push_id=push_id)
+    except BaseException:
+        if reader is not None:
+            reader.close()
+        raise
     finally:
-        producer.close()
+        producer.close(timeout=5)
         if sink is not None:
             sink.close()
         if ledger is not None:
             ledger.close()
     print(f"push: sent {result.sent} report(s), rejected {result.rejected_count}")
+    if result.error is not None:
+        print(f"push: the broker stopped acknowledging ({result.error}); the push ended there")
     if ledger is not None:
         print(ledger.summary())
     if result.rejected_count:
@@ -110,8 +137,52 @@ def cmd_push(args: argparse.Namespace) -> int:
             print(f"  ... and {result.rejected_count - args.show} more", file=sys.stderr)
         if sink is not None:
             print(f"  rejected rows written to {args.rejects}: fix them and push that file again")
-        return 1
-    return 0
+    not_sent = total - result.rejected_count - result.sent
+    if reader is not None:
+        print(f"receipt: waiting for the worker's verdict on {result.numbered} report(s) (until {args.wait:.0f}s "
+              "pass without one; --no-wait skips this)")
+        try:
+            verdicts = reader.wait(result.numbered, args.wait, _progress("receipt", "confirmed"),
+                                   lambda: _reachable(settings))
+        finally:
+            reader.close()
+        print("\n".join(receipt_lines(verdicts, not_sent)))
+        lost = not_sent + verdicts.unconfirmed + sum(verdicts.dead.values())
+    else:
+        lost = not_sent
+        if not_sent:
+            print(f"push: {not_sent} report(s) not sent or not acknowledged by the broker")
+        elif workers:
+            print("push: not waiting for the worker's receipt (--no-wait); `anonstream status` shows what it "
+                  "ingested")
+    if lost:
+        print(f"push: {REPUSH}")
+    return 1 if result.rejected_count or lost else 0
+
+
+def _check_workers(settings: Any, schema: Any, topic: str, args: argparse.Namespace) -> list[Any]:
+    """The live workers serving ``topic``; one running another spec (or feed) is an error, none a warning."""
+    from core.columns import spec_version
+    from stream.station.advert import check_workers, describe_none, read_adverts, summary
+
+    adverts = read_adverts(settings.bootstrap_servers(), topic)
+    named_feed = settings.feed if (settings.pipelines is not None or args.feed) else None
+    workers = check_workers(adverts, topic, schema.spec.name, spec_version(schema.spec), named_feed)
+    if workers:
+        print(summary(workers))
+    else:
+        print(describe_none(adverts, topic), file=sys.stderr)
+    return workers
+
+
+def _reachable(settings: Any) -> bool:
+    from stream.ops.locate import ServiceUnreachable, check_broker
+
+    try:
+        check_broker(settings, timeout=2.0)
+    except ServiceUnreachable:
+        return False
+    return True
 
 
 def _quiet(args: argparse.Namespace) -> None:
@@ -136,4 +207,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "ANONSTREAM_PIPELINES)")
     p.add_argument("--show", type=int, default=20, help="rejected rows to list (default 20)")
     p.add_argument("--rejects", metavar="FILE", help="write every rejected row with its reason here (.csv or .jsonl)")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS", help="wait for the worker's receipt until "
+                   "every report has a verdict, giving up after SECONDS without a new one (default 60)")
+    p.add_argument("--no-wait", action="store_true", help="do not wait for the worker's receipt")
     p.set_defaults(func=cmd_push)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +65,7 @@ class Clean:
     event_time: datetime
     data: dict[str, str]
     person: list[str]
+    scope: str | None = None  # where the report id is unique: None = its station, "*" = department-wide
 
 
 class ReportValidator:
@@ -75,6 +76,7 @@ class ReportValidator:
         self.limits = limits or Limits()
         self.schema = schema
         self.id_col = spec.id_column or "report_id"
+        self.global_ids = spec.id_scope == "global"
         self.station_col = spec.station_column or "station_id"
         self.time_col = spec.time_column or "event_time"
         self.used = spec.used_columns()
@@ -177,7 +179,7 @@ class ReportValidator:
             return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
                             station, RejectDetail(self.sensitive, data[self.sensitive]))
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
-        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person)
+        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person, "*" if self.global_ids else None)
 
 
 def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
@@ -187,7 +189,7 @@ def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
     from db.ledger import IncomingReport
 
     return IncomingReport(
-        fingerprint=fingerprint(key, clean.station_id, clean.report_id),
+        fingerprint=fingerprint(key, clean.scope or clean.station_id, clean.report_id),
         person_fp=person_fingerprint(key, clean.person) if person_guard and clean.person else None,
         content_hash=content_hash({"t": clean.event_time.isoformat(), **clean.data}),
         station_id=clean.station_id, window_key=window_key, event_time=clean.event_time, data=clean.data,
@@ -209,6 +211,8 @@ class Screened:
     raws: list[bytes | str | None]  # the raw message of each accepted report (for the ledger's refusals)
     rejections: list[Rejection]
     dead: list[dict[str, Any]]  # one bounded dead letter per rejection
+    accepted_at: list[int] = field(default_factory=list)  # each accepted report's place in the batch
+    rejected_at: list[int] = field(default_factory=list)  # each rejection's place in the batch
 
 
 def screen_batch(validator: ReportValidator, values: list[bytes | str | None], key: bytes,
@@ -218,17 +222,19 @@ def screen_batch(validator: ReportValidator, values: list[bytes | str | None], k
     from db.ledger import Rejection
 
     out = Screened([], [], [], [])
-    for raw in values:
+    for at, raw in enumerate(values):
         res = validator.screen(raw, now)
         if not isinstance(res, Rejected):
             try:
                 out.accepted.append(to_incoming(res, key, window_key_for(res.station_id), person_guard,
                                                  content_columns))
                 out.raws.append(raw)
+                out.accepted_at.append(at)
                 continue
             except Exception as exc:
                 res = Rejected("internal-error", f"ingest failed with {type(exc).__name__}", res.station_id)
         tally_key = window_key_for(res.station_id) if res.reason == "missing-value" and res.station_id else None
         out.rejections.append(Rejection(res.station_id or "unknown", res.reason, res.message, tally_key))
         out.dead.append(dead_letter(raw, res.reason, res.message, res.station_id, now))
+        out.rejected_at.append(at)
     return out

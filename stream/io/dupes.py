@@ -1,8 +1,9 @@
 """Report ids repeated inside one file, found in memory that does not grow with the file.
 
-Before ``push`` sends anything it streams the file once, hashing each row's (station, report id)
-to 64 bits (BLAKE2b) and writing ``(hash, line)`` pairs to temporary files, one sorted run of
-``run_rows`` rows at a time. A row is a duplicate when its hash occurs on an earlier line: within its
+Before ``push`` sends anything it streams the file once, hashing each row's (station, report id), or
+its report id alone when the spec's ids are department-wide (``id_scope = "global"``), to 64 bits
+(BLAKE2b) and writing ``(hash, line)`` pairs to temporary files, one sorted run of ``run_rows`` rows
+at a time. A row is a duplicate when its hash occurs on an earlier line: within its
 own run (adjacent after sorting) or in an earlier run (a binary search in that run's memory-mapped
 file). Memory is one run plus the duplicates found; disk is 12 bytes per row, deleted at the end.
 Two different ids share a 64-bit hash with probability about n^2 / 2^65 (1e-6 for 5 million rows).
@@ -60,8 +61,9 @@ def _dupes_earlier(run: np.ndarray, earlier: np.ndarray, found: dict[int, int]) 
 
 
 def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: str | None,
-                 run_rows: int = 250_000) -> dict[int, int]:
-    """``{line: first line}`` for every row whose (station, report id) appeared on an earlier line."""
+                 run_rows: int = 250_000, global_ids: bool = False) -> dict[int, int]:
+    """``{line: first line}`` for every row whose (station, report id) appeared on an earlier line; with
+    ``global_ids`` (department-wide ids) every row whose report id did, whatever its station."""
     found: dict[int, int] = {}
     with tempfile.TemporaryDirectory(prefix="anonstream-ids-") as tmp:
         paths: list[Path] = []
@@ -81,7 +83,7 @@ def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: st
             rid = row.get(id_col)
             if rid in (None, ""):
                 continue
-            st = station if station is not None else str(row.get(station_col) or "")
+            st = "*" if global_ids else station if station is not None else str(row.get(station_col) or "")
             keys.append(_digest(st, str(rid).strip()))
             lines.append(line)
             if len(keys) >= run_rows:

@@ -1,10 +1,17 @@
 """The station's side of a rejection: the rejects file and the "did you mean" hint.
 
-``push --rejects rejects.csv`` writes every rejected row as it was in the file, preceded by
-``reject_line``, ``reject_reason`` and ``reject_message``; after fixing the values the clerk pushes
-the same file again (push ignores the three ``reject_`` columns). A ``.jsonl`` rejects file holds
-the original objects with the same three keys added. None of this leaves the station's machine:
-the dead-letter topic never sees a value.
+``push --rejects rejects.csv`` writes every rejected row as it was in the file, preceded by a note
+column and ``reject_line``, ``reject_reason``, ``reject_message`` and ``reject_hint`` (the hint shown on
+screen: ``did you mean 'Theft'?``); after fixing the values the clerk pushes the same file again (push
+ignores the ``reject_`` columns). The note column's header, :data:`NOTE`, says that the file holds
+identifiers; a ``.jsonl`` rejects file starts with a ``{"reject_note": ...}`` line instead, then holds
+the original objects with the ``reject_`` keys added.
+
+The file is created readable by its owner only (0600). CSV cells a spreadsheet would run as formulas
+(``=``, ``+``, ``-``, ``@`` ...) get a leading quote, as in every CSV we write
+(:mod:`stream.wire.csvsafe`); plain numbers such as ``-5`` are left alone, and push removes the quotes
+when it reads the file back (:func:`stream.io.rows.iter_rows`). None of this leaves the station's
+machine: the dead-letter topic never sees a value.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -19,34 +28,61 @@ from core import contract
 from core.checks import allowed_values
 from core.encoding import Schema
 from core.hierarchies import DateHierarchy, IntervalHierarchy
-from stream.io.rows import REJECT_COLUMNS
+from stream.io.rows import REJECT_COLUMNS, is_reject_column
 from stream.station.producer import Rejection
+from stream.wire.csvsafe import neutralize
+
+NOTE = ("reject_note: this file holds identifiers (report ids and any names or addresses of the rows); keep it "
+        "on this machine and delete it once the rows are pushed again")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: empty for None, a plain number as it is, other text neutralized."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return value
+    return neutralize(value)
 
 
 class RejectsWriter:
-    """Writes rejected rows as they come (CSV with the input's header, or JSON lines)."""
+    """Writes rejected rows as they come (CSV with the input's header, or JSON lines), created 0600;
+    ``hints`` fills the ``reject_hint`` column."""
 
-    def __init__(self, path: str | Path, header: list[str] | None = None) -> None:
+    def __init__(self, path: str | Path, header: list[str] | None = None, hints: Hints | None = None) -> None:
         self.path = Path(path)
         self.header = header
+        self.hints = hints
         self.jsonl = self.path.suffix in {".jsonl", ".ndjson"}
         self.count = 0
         self._fh: TextIO | None = None
         self._csv: Any = None
 
+    def _open(self) -> TextIO:
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
+        return open(fd, "w", encoding="utf-8", newline="")
+
     def write(self, row: dict[str, Any], rejection: Rejection) -> None:
+        d = rejection.detail
+        hint = self.hints.hint(rejection.reason, d.column, d.value) if (
+            self.hints is not None and d is not None and rejection.reason != "duplicate-id") else ""
         meta = {"reject_line": rejection.line, "reject_reason": rejection.reason,
-                "reject_message": rejection.message}
+                "reject_message": rejection.message, "reject_hint": hint}
         if self._fh is None:
-            self._fh = self.path.open("w", encoding="utf-8", newline="")
-            if not self.jsonl:
-                cols = [c for c in (self.header or list(row)) if c not in REJECT_COLUMNS]
-                self._csv = csv.DictWriter(self._fh, [*REJECT_COLUMNS, *cols], extrasaction="ignore")
+            self._fh = self._open()
+            if self.jsonl:
+                self._fh.write(json.dumps({"reject_note": NOTE.removeprefix("reject_note: ")}) + "\n")
+            else:
+                cols = [c for c in (self.header or list(row)) if not is_reject_column(c)]
+                self._csv = csv.DictWriter(self._fh, [NOTE, *REJECT_COLUMNS, *cols], extrasaction="ignore")
                 self._csv.writeheader()
+        row = {k: v for k, v in row.items() if not is_reject_column(k)}
         if self.jsonl:
             self._fh.write(json.dumps({**meta, **row}, default=str) + "\n")
         else:
-            self._csv.writerow({**meta, **{k: "" if v is None else v for k, v in row.items()}})
+            self._csv.writerow({k: _cell(v) for k, v in {**meta, **row}.items()})
         self.count += 1
 
     def close(self) -> None:

@@ -17,10 +17,22 @@ from typing import Any
 
 from core.errors import InputDataError
 
-# Columns a rejects file adds in front of the original row; push ignores them when a fixed
-# rejects file is pushed again.
-REJECT_COLUMNS = ("reject_line", "reject_reason", "reject_message")
+# Columns a rejects file adds in front of the original row (after its note column, whose name starts
+# with reject_note); push ignores them when a fixed rejects file is pushed again (stream/io/rejects.py).
+REJECT_COLUMNS = ("reject_line", "reject_reason", "reject_message", "reject_hint")
 Row = tuple[int, dict[str, Any]]
+
+
+def is_reject_column(name: str) -> bool:
+    return name in REJECT_COLUMNS or name.startswith("reject_note")
+
+
+def _from_rejects(row: dict[str, Any], csv_cells: bool) -> dict[str, Any]:
+    """A row of a rejects file without its reject_ columns; CSV cells lose the quote that kept a spreadsheet
+    from running them as formulas (:func:`stream.wire.csvsafe.neutralize`)."""
+    from stream.wire.csvsafe import unneutralize
+
+    return {k: unneutralize(v) if csv_cells else v for k, v in row.items() if not is_reject_column(k)}
 
 
 def _check(p: Path) -> None:
@@ -92,9 +104,12 @@ def iter_rows(path: str | Path, sep: str | None = None, batch_rows: int = 10_000
         rows = _parquet_rows(p, batch_rows)
     else:
         rows = _csv_rows(p, sep)
+    csv_cells = p.suffix not in {".jsonl", ".ndjson", ".parquet", ".pq"}
     for line, row in rows:
-        for c in REJECT_COLUMNS:
-            row.pop(c, None)
+        if any(is_reject_column(k) for k in row):
+            row = _from_rejects(row, csv_cells)
+            if not row:  # the note line of a JSON-lines rejects file
+                continue
         yield line, row
 
 

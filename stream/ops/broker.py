@@ -123,13 +123,16 @@ class EmbeddedBroker:
 
 
 def topic_partitions(settings: Settings) -> dict[str, int]:
-    """Every topic of every feed (:mod:`stream.config.feeds`) with its partition count."""
+    """Every topic of every feed (:mod:`stream.config.feeds`) with its partition count; each reports topic
+    has two companions, its push receipts and its workers' adverts (:mod:`stream.wire.receipts`)."""
     from stream.config.feeds import feeds
+    from stream.wire.receipts import adverts_topic, receipts_topic
 
     out: dict[str, int] = {}
     for fs in feeds(settings):
         out.update({fs.topic_reports: fs.reports_partitions, fs.topic_dlq: 1,
-                    fs.topic_anonymized: fs.output_partitions, fs.topic_releases: 1})
+                    fs.topic_anonymized: fs.output_partitions, fs.topic_releases: 1,
+                    receipts_topic(fs.topic_reports): 1, adverts_topic(fs.topic_reports): 1})
     return out
 
 
@@ -150,7 +153,9 @@ def ensure_topics(bootstrap: list[str] | str, partitions: dict[str, int], timeou
             time.sleep(0.5)
     try:
         existing = set(admin.list_topics())
-        new = [NewTopic(name=t, num_partitions=n, replication_factor=1)
+        from stream.wire.receipts import topic_config
+
+        new = [NewTopic(name=t, num_partitions=n, replication_factor=1, topic_configs=topic_config(t))
                for t, n in partitions.items() if t not in existing]
         for topic in new:
             with contextlib.suppress(TopicAlreadyExistsError):

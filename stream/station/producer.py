@@ -7,6 +7,12 @@ are not sent: each is counted, the first ``keep`` are kept for the report, and e
 written to a rejects file with its reason (:mod:`stream.io.rejects`). A report id seen earlier in
 the same file is rejected as ``duplicate-id`` naming the first line (found beforehand by
 :mod:`stream.io.dupes`, also in bounded memory).
+
+With a ``push_id`` every report sent carries it and its number within the push (0, 1, ...) in its
+message headers (:func:`stream.wire.receipts.push_headers`), so the worker can send a receipt for it
+(:mod:`stream.station.receipt`). A broker that stops acknowledging ends the push after the chunk it
+failed on, without raising: :attr:`PushResult.error` says why, and the rows not acknowledged are
+reported as not sent.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from stream.intake.contract import RejectDetail
 from stream.intake.validate import Rejected, ReportValidator
 from stream.io.rows import Row, chunks
 from stream.ops.kafka_clients import open_client
+from stream.wire.receipts import push_headers
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,9 @@ class PushResult:
     rejected_count: int = 0
     rejected: list[Rejection] = field(default_factory=list)  # the first `keep` rejections, in file order
     counts: Counter[str] = field(default_factory=Counter)
+    push_id: str | None = None
+    numbered: int = 0  # reports handed to the producer, numbered 0 .. numbered-1 in their headers
+    error: str | None = None  # why the broker stopped acknowledging (the push ended there)
 
     def reasons(self) -> Counter[str]:
         return self.counts
@@ -51,6 +61,11 @@ class PushResult:
         self.counts[rejection.reason] += 1
         if len(self.rejected) < keep:
             self.rejected.append(rejection)
+
+
+def _why(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
 
 
 def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
@@ -82,7 +97,7 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
                  station: str | None = None, progress: Callable[[int, int], None] | None = None,
                  total: int = 0, rejects: RejectSink | None = None, chunk: int = 5000,
                  keep: int = 1000, repeated: dict[int, int] | None = None,
-                 inspect: Callable[[list[Any]], None] | None = None) -> PushResult:
+                 inspect: Callable[[list[Any]], None] | None = None, push_id: str | None = None) -> PushResult:
     """Validate and send every ``(line, row)``; returns what was sent and what was rejected.
 
     ``inspect`` is called with each chunk's validated reports (``Clean``) before the chunk is sent
@@ -91,9 +106,11 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
     ``repeated`` maps the line of a row whose report id appeared earlier in the file to that
     earlier line (:func:`stream.io.dupes.repeated_ids`); those rows are rejected as ``duplicate-id``.
     """
+    from kafka.errors import KafkaError
+
     validator = ReportValidator(schema)
     station_col, id_col = validator.station_col, validator.id_col
-    result = PushResult()
+    result = PushResult(push_id=push_id)
     repeated = repeated or {}
     done = 0
 
@@ -127,13 +144,23 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
             valid.append((checked, row))
         if inspect is not None and valid:
             inspect([checked for checked, _row in valid])
-        for checked, row in valid:
-            futures.append(producer.send(topic, key=checked.station_id.encode(),
-                                         value=json.dumps(row, separators=(",", ":")).encode()))
-            result.sent += 1
-        producer.flush()
+        try:
+            for checked, row in valid:
+                headers = push_headers(push_id, result.numbered) if push_id is not None else None
+                futures.append(producer.send(topic, key=checked.station_id.encode(), headers=headers,
+                                             value=json.dumps(row, separators=(",", ":")).encode()))
+                result.numbered += 1
+            producer.flush()
+        except KafkaError as exc:
+            result.error = _why(exc)
         for fut in futures:
-            fut.get(timeout=30)
+            try:
+                fut.get(timeout=30)
+                result.sent += 1
+            except KafkaError as exc:
+                result.error = result.error or _why(exc)
+        if result.error is not None:
+            break
         done += len(part)
         if progress is not None:
             progress(done, max(total, done))

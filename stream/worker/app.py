@@ -89,7 +89,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
 
             async def persist(events: list[Any]) -> None:
                 try:
-                    await feed.handle_batch([e.value for e in events], sender)
+                    await feed.handle_batch([e.value for e in events], sender, [e.headers for e in events])
                 except asyncio.CancelledError:  # the worker is stopping: the batch is not acknowledged either
                     log.warning("stopping while a batch of %d report(s) was being written: not committed, it is "
                                 "read again on restart (nothing is lost or counted twice)", len(events))

@@ -40,6 +40,7 @@ from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
 from stream.worker.metrics import WorkerMetrics
 from stream.worker.pool import ReleasePool, ThreadReleases
+from stream.worker.receipts import Receipts
 from stream.worker.release import Orchestrator, window_policy
 from stream.worker.throttle import FailureLog
 
@@ -95,12 +96,13 @@ class WorkerService:
         self.failures = FailureLog(log, on_failure=self.metrics.failure)
         self.leases = LeaseKeeper(self.repo, self.worker, settings.claim_lease_s, self.failures)
         self.heartbeat = Heartbeat(db, self.worker, self.stats, self.failures)
+        self.receipts = Receipts(settings, self.worker, schema, self.failures)  # push receipts, the spec advert
         self._closing = self.leases.closing  # windows this worker is closing now (until published)
 
     # --- ingest ------------------------------------------------------------------------------------
-    async def handle_batch(self, values: list[bytes | None], send: SendFn) -> None:
-        """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted
-        reports to the pending pool, and dead-letter the rejects with their reasons.
+    async def handle_batch(self, values: list[bytes | None], send: SendFn, headers: list[Any] | None = None) -> None:
+        """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted reports
+        to the pending pool, dead-letter the rejects, then send the push receipts (:mod:`.receipts`).
 
         No message can fail its batch: validation never raises (``internal-error`` is the last
         resort), dead letters are bounded in size, and the ledger refuses (rather than fails on)
@@ -119,6 +121,7 @@ class WorkerService:
         if dead:
             futs = [await send(s.topic_dlq, (d["station_id"] or "").encode() or None, dumps(d)) for d in dead]
             await asyncio.gather(*futs)
+        await self.receipts.send(Receipts.origins(headers, len(values)), batch, result, send)
         if self._warm_up is None and len(accepted) >= 20 * max(s.privacy.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.privacy.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
@@ -173,6 +176,7 @@ class WorkerService:
         self.leases.start()
         async with self._tick_lock:
             try:
+                await self.receipts.advertise(send)
                 await self._beat()
                 await self._claim_due(send)
                 done = await self.publish_pending(send)
