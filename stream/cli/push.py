@@ -43,8 +43,14 @@ def _progress(label: str, what: str = "rows") -> Any:
     from stream.cli._progress import ProgressPrinter
 
     printer = ProgressPrinter(label)
+    last = [-1, 0.0]  # the count last shown, and when
 
     def show(done: int, total: int) -> None:
+        import time
+
+        if done == last[0] and time.monotonic() - last[1] < 10.0:  # no news: a line every 10 s at most
+            return
+        last[:] = [done, time.monotonic()]
         printer(done / total if total else 0.0, f"{done}/{total} {what}")
 
     return show
@@ -137,7 +143,7 @@ def cmd_push(args: argparse.Namespace) -> int:
             print(f"  ... and {result.rejected_count - args.show} more", file=sys.stderr)
         if sink is not None:
             print(f"  rejected rows written to {args.rejects}: fix them and push that file again")
-    not_sent = total - result.rejected_count - result.sent
+    not_sent = total - result.rejected_count - result.numbered  # the push ended before these were handed over
     if reader is not None:
         print(f"receipt: waiting for the worker's verdict on {result.numbered} report(s) (until {args.wait:.0f}s "
               "pass without one; --no-wait skips this)")
@@ -146,12 +152,12 @@ def cmd_push(args: argparse.Namespace) -> int:
                                    lambda: _reachable(settings))
         finally:
             reader.close()
-        print("\n".join(receipt_lines(verdicts, not_sent)))
+        print("\n".join(receipt_lines(verdicts, result.sent, total - result.rejected_count)))
         lost = not_sent + verdicts.unconfirmed + sum(verdicts.dead.values())
     else:
-        lost = not_sent
-        if not_sent:
-            print(f"push: {not_sent} report(s) not sent or not acknowledged by the broker")
+        lost = not_sent + result.numbered - result.sent
+        if lost:
+            print(f"push: {lost} report(s) not sent or not acknowledged by the broker")
         elif workers:
             print("push: not waiting for the worker's receipt (--no-wait); `anonstream status` shows what it "
                   "ingested")
@@ -186,9 +192,13 @@ def _reachable(settings: Any) -> bool:
 
 
 def _quiet(args: argparse.Namespace) -> None:
+    import logging
+
     from stream.ops.runtime import quiet_clients
 
     quiet_clients(getattr(args, "verbose", False))
+    if not getattr(args, "verbose", False):  # a broker gone mid-push: push says so itself, in one line
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

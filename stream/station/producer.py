@@ -64,8 +64,10 @@ class PushResult:
 
 
 def _why(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:160]}" if text else type(exc).__name__
+    """One line: the exception's class and the first line of its message (which may name the class already)."""
+    name, text = type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
+    text = text.removeprefix(f"{name}: ").removeprefix(name).strip(" :")
+    return f"{name}: {text[:160]}" if text else name
 
 
 def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:

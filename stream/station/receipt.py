@@ -137,23 +137,28 @@ class ReceiptReader:
             self.consumer.close()
 
 
-def receipt_lines(v: Verdicts, not_sent: int) -> list[str]:
-    """The receipt as printed: accepted, dead-lettered by reason, not ingested (counts only)."""
-    lines = [f"receipt: {v.accepted} of {v.numbered} report(s) sent accepted by the worker (in its ledger; a report "
-             "it already held counts once)"]
+def receipt_lines(v: Verdicts, acknowledged: int, valid: int) -> list[str]:
+    """The receipt as printed: of the file's ``valid`` reports, how many the worker accepted, dead-lettered (by
+    reason) or did not ingest (counts only). ``acknowledged``: reports the broker acknowledged, of the
+    ``v.numbered`` handed to it (fewer than ``valid`` when the push ended early)."""
+    not_sent = valid - v.numbered
+    lines = [f"receipt: {v.accepted} of {valid} report(s) accepted by the worker (in its ledger; a report it "
+             "already held counts once)"]
     dead = sum(v.dead.values())
     if dead:
         lines.append(f"receipt: {dead} dead-lettered by the worker:")
         for reason, n in sorted(v.dead.items(), key=lambda kv: (-kv[1], kv[0])):
             hint = REASON_HINTS.get(reason, "")
             lines.append(f"  {n:6d} x {reason}" + (f"  ({hint})" if hint else ""))
+    unacked = min(v.numbered - acknowledged, v.unconfirmed)  # a report the broker did not acknowledge
     missing = v.unconfirmed + not_sent
     if missing:
         parts = []
-        if v.unconfirmed:
-            parts.append(f"{v.unconfirmed} sent without a verdict ({v.why_stopped or 'the wait ended'})")
-        if not_sent:
-            parts.append(f"{not_sent} never acknowledged by the broker")
+        if v.unconfirmed - unacked:
+            parts.append(f"{v.unconfirmed - unacked} acknowledged by the broker without a verdict from the worker "
+                         f"({v.why_stopped or 'the wait ended'})")
+        if unacked + not_sent:
+            parts.append(f"{unacked + not_sent} not sent or not acknowledged by the broker")
         lines.append(f"receipt: {missing} report(s) not ingested: {'; '.join(parts)}")
     return lines
 

@@ -82,10 +82,14 @@ def test_push_rejects_file_can_be_fixed_and_pushed_again(kafka, tmp_path, capsys
     assert "line 13: duplicate-id: field 'report_id': report id already on line 3" in err
 
     bad = pd.read_csv(rejects, dtype=str, keep_default_na=False)
+    assert rejects.stat().st_mode & 0o777 == 0o600  # it holds identifiers, and says so in its first column
+    assert bad.columns[0].startswith("reject_note:") and "holds identifiers" in bad.columns[0]
     assert bad["reject_line"].tolist() == ["4", "7", "8", "10", "13"]
     assert bad["reject_reason"].tolist() == ["unknown-offence", "invalid-value", "invalid-value",
                                              "value-not-in-hierarchy", "duplicate-id"]
-    assert list(bad.columns[3:]) == list(pd.read_csv(path, nrows=0).columns)  # the original row, as it was
+    assert bad["reject_hint"].tolist() == ["did you mean 'Theft'?", "use a whole number",
+                                           "", "did you mean 'Gardens'?", ""]
+    assert list(bad.columns[5:]) == list(pd.read_csv(path, nrows=0).columns)  # the original row, as it was
     assert bad.loc[0, "offence"] == "theft" and bad.loc[1, "age"] == "34.5"
 
     fixed = bad.copy()

@@ -93,7 +93,7 @@ def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path,
     out = capsys.readouterr().out
     assert code == 1, out
     assert "sent 120 report(s), rejected 0" in out
-    assert "receipt: 80 of 120 report(s) sent accepted by the worker" in out
+    assert "receipt: 80 of 120 report(s) accepted by the worker" in out
     assert "receipt: 40 dead-lettered by the worker:" in out and "40 x unknown-station" in out
     assert "anonstream stations add" in out and "re-pushing is idempotent" in out
     assert "not ingested" not in out
@@ -106,12 +106,12 @@ def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, 
     assert _push(served, path, "--station", "S1", "--spec", spec_ref()) == 0
     out = capsys.readouterr().out
     assert "worker(s) serve this topic" in out and "spec 'crime-reports'" in out
-    assert "receipt: 50 of 50 report(s) sent accepted by the worker" in out
+    assert "receipt: 50 of 50 report(s) accepted by the worker" in out
     assert "dead-lettered" not in out and "not ingested" not in out
     assert _pending(served) == before + 50
     # the same file again: the ledger already holds every report (by fingerprint), so nothing is added
     assert _push(served, path, "--station", "S1", "--spec", spec_ref()) == 0
-    assert "receipt: 50 of 50 report(s) sent accepted" in capsys.readouterr().out
+    assert "receipt: 50 of 50 report(s) accepted" in capsys.readouterr().out
     assert _pending(served) == before + 50
 
 
