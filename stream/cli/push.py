@@ -11,22 +11,41 @@ from stream.config.settings import load_settings
 from stream.ops.runtime import broker_settings
 
 PUSH_HELP = """\
-Validate a station's reports locally and push the valid ones to the reports topic.
+Validate a station's reports locally, push the valid ones to the reports topic, and wait for the
+worker's receipt.
 
 The file (CSV, JSON lines or Parquet) is read, checked and sent in chunks, so memory stays flat
 whatever its size. Rejected rows are not sent; each is listed with its line as your editor shows
 it (the header is line 1), the reason, the bad value and the closest allowed value ("theft": did
-you mean 'Theft'?). A report id repeated within the file is rejected on its second line. With
---rejects, every rejected row is written as it was, after reject_line/reject_reason/reject_message
-columns: fix the values and push that file again (the reject_ columns are ignored). The values
-stay on this machine: the service's dead-letter topic never sees them.
+you mean 'Theft'?). A report id repeated within the file is rejected on its second line (per
+station; across stations when the spec says ids are department-wide: id_scope = "global"). With
+--rejects, every rejected row is written as it was, after reject_line/reject_reason/reject_message/
+reject_hint columns: fix the values and push that file again (the reject_ columns are ignored).
+The rejects file holds identifiers: it is created 0600, its first column's header says so, and
+cells a spreadsheet would run as formulas (=, +, -, @) are written with a leading quote (push
+removes it when the file is pushed again). The values stay on this machine: the service's
+dead-letter topic never sees them.
+
+Before sending, push reads which workers serve the topic (they advertise their feed and spec
+version on <topic>.workers): a worker running another spec (or, with --feed, another feed) stops
+the push with one error line, nothing sent. No worker advertising in the last minute is a warning:
+the reports wait in the topic, and there is no receipt to wait for.
+
+The receipt: the worker confirms every report it has in its ledger or dead-lettered, on
+<topic>.receipts (counts and reasons only). push waits until each report has a verdict, giving up
+after --wait SECONDS (default 60) without a new one, or 10 s after the broker became unreachable,
+and prints how many were accepted, dead-lettered (by reason) and not ingested. Pushing the same
+file again is idempotent: the ledger keeps one copy of each report, by its keyed fingerprint, so
+the reports it already holds count as duplicates, never twice. --no-wait skips the receipt.
 
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
 ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
 the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
 of released reports (counted, never released again). Counts only; no report id is printed.
 
-Exit 1 if anything was rejected, 0 if everything was sent, 2 on bad usage.
+Exit 1 if anything was rejected, dead-lettered or not ingested, 0 if every report was accepted (or
+sent, without a receipt), 2 on bad usage or a worker of another spec, 3 if the broker is unreachable
+before anything is sent.
 
 Examples:
   anonstream push reports-2024-03-01.csv --station S1 --broker kafka://127.0.0.1:9092

@@ -113,8 +113,8 @@ class Receipts:
             self._pending.discard(f)
             exc = None if f.cancelled() else f.exception()
             if exc is not None:
-                self.failures.failed(what, exc, f"{what} not delivered")
+                self.failures.failed(f"{what} delivery", exc, f"{what} not delivered")
             else:
-                self.failures.recovered(what)
+                self.failures.recovered(f"{what} delivery")
 
         fut.add_done_callback(delivered)
