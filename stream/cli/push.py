@@ -78,7 +78,7 @@ def _progress(label: str, what: str = "rows") -> Any:
 def cmd_push(args: argparse.Namespace) -> int:
     _quiet(args)
     from stream.io.dupes import repeated_ids
-    from stream.io.rejects import Hints, RejectsWriter, describe
+    from stream.io.rejects import Hints, RejectsWriter
     from stream.io.rows import csv_header, iter_rows
     from stream.io.specs import load_schema
     from stream.ops.locate import check_broker
@@ -116,25 +116,19 @@ def cmd_push(args: argparse.Namespace) -> int:
     sink = RejectsWriter(args.rejects, header, Hints(schema)) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     from stream.station.preview import LedgerPreview
-    from stream.station.receipt import REPUSH, ReceiptReader, receipt_lines
+    from stream.station.receipt import ReceiptReader
     from stream.wire.receipts import new_push_id
 
     topic = args.topic or settings.topic_reports
     workers = _check_workers(settings, schema, topic, args)  # another spec or feed: exit 2, nothing sent
     push_id = new_push_id()
-    reader = ReceiptReader(settings.bootstrap_servers(), topic, push_id, total) if workers and not args.no_wait \
-        else None
+    reader = ReceiptReader(settings.bootstrap_servers(), topic, push_id, total).start() \
+        if workers and not args.no_wait else None
     ledger = LedgerPreview.open(settings)
     producer = make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS)
-    show = _progress(f"push {Path(args.input).name}")
-
-    def progress(done: int, of: int) -> None:
-        show(done, of)
-        if reader is not None:
-            reader.poll()  # keep up with the receipts while sending
-
     try:
-        result = push_reports(iter_rows(args.input), schema, producer, topic, args.station, progress=progress,
+        result = push_reports(iter_rows(args.input), schema, producer, topic, args.station,
+                              progress=_progress(f"push {Path(args.input).name}"),
                               total=total, rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger,
                               push_id=push_id)
     except BaseException:
@@ -145,8 +139,19 @@ def cmd_push(args: argparse.Namespace) -> int:
         producer.close(timeout=5)
         if sink is not None:
             sink.close()
+    try:
+        return _report(args, schema, settings, total, result, reader, ledger, bool(workers))
+    finally:
         if ledger is not None:
             ledger.close()
+
+
+def _report(args: argparse.Namespace, schema: Any, settings: Any, total: int, result: Any, reader: Any,
+            ledger: Any, served: bool) -> int:
+    """Print what was sent and rejected, wait for the receipt and print it; the exit code."""
+    from stream.io.rejects import Hints, describe
+    from stream.station.receipt import REPUSH, found_in_ledger, receipt_lines
+
     print(f"push: sent {result.sent} report(s), rejected {result.rejected_count}")
     if result.error is not None:
         print(f"push: the broker stopped acknowledging ({result.error}); the push ended there")
@@ -160,7 +165,7 @@ def cmd_push(args: argparse.Namespace) -> int:
             print(f"  {describe(rejection, hints)}", file=sys.stderr)
         if result.rejected_count > args.show:
             print(f"  ... and {result.rejected_count - args.show} more", file=sys.stderr)
-        if sink is not None:
+        if args.rejects:
             print(f"  rejected rows written to {args.rejects}: fix them and push that file again")
     not_sent = total - result.rejected_count - result.numbered  # the push ended before these were handed over
     if reader is not None:
@@ -169,6 +174,12 @@ def cmd_push(args: argparse.Namespace) -> int:
         try:
             verdicts = reader.wait(result.numbered, args.wait, _progress("receipt", "confirmed"),
                                    lambda: _reachable(settings))
+            if verdicts.unconfirmed and ledger is not None:  # receipts lost with a broker: ask the ledger
+                found = found_in_ledger(ledger, args.input, schema, args.station, result.lines,
+                                        reader.unconfirmed(result.numbered))
+                reader.confirm(found)
+                why, verdicts = verdicts.why_stopped, reader.verdicts(result.numbered)
+                verdicts.why_stopped, verdicts.from_ledger = why, len(found)
         finally:
             reader.close()
         print("\n".join(receipt_lines(verdicts, result.sent, total - result.rejected_count)))
@@ -177,7 +188,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         lost = not_sent + result.numbered - result.sent
         if lost:
             print(f"push: {lost} report(s) not sent or not acknowledged by the broker")
-        elif workers:
+        elif served:
             print("push: not waiting for the worker's receipt (--no-wait); `anonstream status` shows what it "
                   "ingested")
     if lost:

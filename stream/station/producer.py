@@ -18,6 +18,7 @@ reported as not sent.
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class PushResult:
     counts: Counter[str] = field(default_factory=Counter)
     push_id: str | None = None
     numbered: int = 0  # reports handed to the producer, numbered 0 .. numbered-1 in their headers
+    lines: array[int] = field(default_factory=lambda: array("I"))  # the file line of each numbered report
     error: str | None = None  # why the broker stopped acknowledging (the push ended there)
 
     def reasons(self) -> Counter[str]:
@@ -78,6 +80,14 @@ def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
                               "max_in_flight_requests_per_connection": 5, "client_id": "anonstream-push"}
     config.update(overrides)
     return open_client(KafkaProducer, **config)
+
+
+def as_sent(raw: dict[str, Any], station_col: str, station: str | None) -> dict[str, Any]:
+    """A file row as push sends it (JSON values, ``--station`` filled in), for reports already checked."""
+    row = _jsonable_row(dict(raw))
+    if station is not None:
+        row[station_col] = station
+    return row
 
 
 def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -143,15 +153,16 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
             if isinstance(checked, Rejected):
                 reject(line, raw, Rejection(line, checked.reason, checked.message, checked.detail))
                 continue
-            valid.append((checked, row))
+            valid.append((checked, row, line))
         if inspect is not None and valid:
-            inspect([checked for checked, _row in valid])
+            inspect([checked for checked, _row, _line in valid])
         try:
-            for checked, row in valid:
+            for checked, row, line in valid:
                 headers = push_headers(push_id, result.numbered) if push_id is not None else None
                 futures.append(producer.send(topic, key=checked.station_id.encode(), headers=headers,
                                              value=json.dumps(row, separators=(",", ":")).encode()))
                 result.numbered += 1
+                result.lines.append(line)
             producer.flush()
         except KafkaError as exc:
             result.error = _why(exc)

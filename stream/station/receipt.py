@@ -15,8 +15,9 @@ batch the worker reads again after a crash gives a second receipt, calling it ac
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class Verdicts:
     accepted: int = 0
     dead: dict[str, int] = field(default_factory=dict)
     why_stopped: str | None = None  # why the wait ended before every report had a verdict
+    from_ledger: int = 0  # of the accepted: found in the ledger, their receipts lost
 
     @property
     def unconfirmed(self) -> int:
@@ -49,24 +51,46 @@ class Verdicts:
 
 
 class ReceiptReader:
-    """Reads the receipts of push ``push_id`` (at most ``size`` reports) from ``topic``'s receipts topic."""
+    """Reads the receipts of push ``push_id`` (at most ``size`` reports) from ``topic``'s receipts topic, in a
+    thread of its own from :meth:`start` to :meth:`close` (so it keeps reading while the producer waits)."""
 
     def __init__(self, bootstrap: list[str] | str, topic: str, push_id: str, size: int) -> None:
         from kafka import KafkaConsumer, TopicPartition
 
-        self.push_id, self.bootstrap = push_id, bootstrap
+        self.push_id = push_id
         self.state = np.zeros(max(size, 0), dtype=np.uint8)  # per report number: UNKNOWN, ACCEPTED or 2 + reason
         self.reasons: list[str] = []
+        self.news = time.monotonic()  # when a receipt of this push last arrived
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
         self.consumer: Any = open_client(KafkaConsumer, bootstrap_servers=bootstrap, group_id=None,
                                          enable_auto_commit=False, client_id="anonstream-push-receipts",
                                          request_timeout_ms=10_000, allow_auto_create_topics=False)
-        name = receipts_topic(topic)
-        parts = self.consumer.partitions_for_topic(name)
-        tps = [TopicPartition(name, p) for p in sorted(parts or ())]
-        self.consumer.assign(tps)
-        for tp, end in self.consumer.end_offsets(tps).items():  # from now on: this push's receipts only
-            self.consumer.seek(tp, end)
+        try:
+            name = receipts_topic(topic)
+            tps = [TopicPartition(name, p) for p in sorted(self.consumer.partitions_for_topic(name) or ())]
+            self.consumer.assign(tps)
+            for tp, end in self.consumer.end_offsets(tps).items():  # from now on: this push's receipts only
+                self.consumer.seek(tp, end)
+        except BaseException:
+            self.consumer.close()
+            raise
         self.available = bool(tps)
+
+    def start(self) -> ReceiptReader:
+        if self.available:
+            self._thread = threading.Thread(target=self._run, name="push-receipts", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.poll(timeout_ms=200):
+                    self.news = time.monotonic()
+            except Exception:  # the broker went away: the wait notices (reachable()); keep trying
+                self._stop.wait(0.5)
 
     def _code(self, reason: str) -> int:
         if reason not in self.reasons:
@@ -84,8 +108,6 @@ class ReceiptReader:
 
     def poll(self, timeout_ms: int = 0) -> int:
         """Read the receipts that arrived; returns how many were this push's."""
-        if not self.available:
-            return 0
         mine = 0
         for msgs in self.consumer.poll(timeout_ms=timeout_ms, max_records=5000).values():
             for m in msgs:
@@ -93,31 +115,41 @@ class ReceiptReader:
                 if r is None or r.push != self.push_id:
                     continue
                 mine += 1
-                self._mark(r.accepted, ACCEPTED)
-                for reason, runs in r.dead.items():
-                    self._mark(runs, self._code(reason))
+                with self._lock:
+                    self._mark(r.accepted, ACCEPTED)
+                    for reason, runs in r.dead.items():
+                        self._mark(runs, self._code(reason))
         return mine
 
+    def confirm(self, numbers: list[int]) -> None:
+        """Mark reports accepted that the ledger was found to hold (their receipts were lost)."""
+        with self._lock:
+            self._mark([(n, n) for n in numbers], ACCEPTED)
+
+    def unconfirmed(self, numbered: int) -> list[int]:
+        with self._lock:
+            return np.flatnonzero(self.state[:numbered] == UNKNOWN).tolist()
+
     def verdicts(self, numbered: int) -> Verdicts:
-        counts = np.bincount(self.state[:numbered], minlength=2 + len(self.reasons))
-        return Verdicts(numbered, int(counts[ACCEPTED]),
-                        {r: int(counts[2 + i]) for i, r in enumerate(self.reasons) if counts[2 + i]})
+        with self._lock:
+            counts = np.bincount(self.state[:numbered], minlength=2 + len(self.reasons))
+            return Verdicts(numbered, int(counts[ACCEPTED]),
+                            {r: int(counts[2 + i]) for i, r in enumerate(self.reasons) if counts[2 + i]})
 
     def wait(self, numbered: int, wait_s: float, progress: Callable[[int, int], None] | None = None,
              reachable: Callable[[], bool] | None = None) -> Verdicts:
-        """Poll until all ``numbered`` reports have a verdict, no verdict came for ``wait_s`` seconds, or the
-        broker was unreachable (``reachable()`` false) for :data:`BROKER_GONE_S` seconds."""
-        last_news, down_since, checked = time.monotonic(), None, 0.0
+        """Until all ``numbered`` reports have a verdict, no verdict came for ``wait_s`` seconds, or the broker
+        was unreachable (``reachable()`` false) for :data:`BROKER_GONE_S` seconds."""
+        started, down_since = time.monotonic(), None
         v = self.verdicts(numbered)
-        while v.unconfirmed > 0:
+        while v.unconfirmed > 0 and self._thread is not None:
             if progress is not None:
                 progress(numbered - v.unconfirmed, numbered)
             now = time.monotonic()
-            if now - last_news > wait_s:
+            if now - max(self.news, started) > wait_s:
                 v.why_stopped = f"no verdict from the worker for {wait_s:.0f}s"
                 break
-            if reachable is not None and now - checked >= 1.0:
-                checked = now
+            if reachable is not None:
                 if reachable():
                     down_since = None
                 elif down_since is None:
@@ -125,16 +157,64 @@ class ReceiptReader:
                 elif now - down_since >= BROKER_GONE_S:
                     v.why_stopped = f"the broker has been unreachable for {BROKER_GONE_S:.0f}s"
                     break
-            if self.poll(timeout_ms=500):
-                last_news = time.monotonic()
+            self._stop.wait(0.5)
             v = self.verdicts(numbered)
+        if v.unconfirmed and self._thread is None:
+            v.why_stopped = "the broker has no receipts topic for it"
         if progress is not None and v.unconfirmed == 0:
             progress(numbered, numbered)
         return v
 
     def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
         with contextlib.suppress(Exception):
             self.consumer.close()
+
+
+def found_in_ledger(ledger: Any, path: str, schema: Any, station: str | None, lines: Sequence[int],
+                    numbers: list[int], chunk: int = 5000) -> list[int]:
+    """Those of the unconfirmed report ``numbers`` that the ledger holds exactly as sent (same keyed
+    fingerprint and content hash): the worker took them in but their receipts were lost, e.g. with a broker
+    that died before push read them. Needs the ledger and its key, as :class:`LedgerPreview` has them
+    (the worker's machine); reads the file once more, in bounded memory (``lines``: each number's line)."""
+    from stream.intake.validate import Clean, ReportValidator, to_incoming
+    from stream.io.rows import iter_rows
+    from stream.station.producer import as_sent
+
+    wanted = np.zeros(len(lines), dtype=bool)
+    wanted[numbers] = True
+    validator = ReportValidator(schema)
+    found: list[int] = []
+    batch: dict[str, tuple[str, int]] = {}  # fingerprint -> (content hash, number)
+    k = 0
+    for line, raw in iter_rows(path):
+        while k < len(lines) and lines[k] < line:
+            k += 1
+        if k == len(lines):
+            break
+        if lines[k] != line or not wanted[k]:
+            continue
+        clean = validator.check(as_sent(raw, validator.station_col, station))
+        if isinstance(clean, Clean):
+            r = to_incoming(clean, ledger.key, ledger.settings.window_key_for(clean.station_id), False)
+            batch[r.fingerprint] = (r.content_hash, k)
+        if len(batch) >= chunk:
+            found += _held(ledger, batch)
+            batch = {}
+    return found + _held(ledger, batch) if batch else found
+
+
+def _held(ledger: Any, batch: dict[str, tuple[str, int]]) -> list[int]:
+    from sqlalchemy import select
+
+    from db.models import PendingReport
+
+    with ledger.db.read() as s:
+        rows = s.execute(select(PendingReport.fingerprint, PendingReport.content_hash)
+                         .where(PendingReport.fingerprint.in_(sorted(batch)))).tuples().all()
+    return [batch[fp][1] for fp, h in rows if batch[fp][0] == h]
 
 
 def receipt_lines(v: Verdicts, acknowledged: int, valid: int) -> list[str]:
@@ -144,6 +224,8 @@ def receipt_lines(v: Verdicts, acknowledged: int, valid: int) -> list[str]:
     not_sent = valid - v.numbered
     lines = [f"receipt: {v.accepted} of {valid} report(s) accepted by the worker (in its ledger; a report it "
              "already held counts once)"]
+    if v.from_ledger:
+        lines.append(f"receipt: {v.from_ledger} of them found in the ledger (their receipts were lost)")
     dead = sum(v.dead.values())
     if dead:
         lines.append(f"receipt: {dead} dead-lettered by the worker:")
