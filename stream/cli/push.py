@@ -34,8 +34,9 @@ the reports wait in the topic, and there is no receipt to wait for.
 The receipt: the worker confirms every report it has in its ledger or dead-lettered, on
 <topic>.receipts (counts and reasons only). push waits until each report has a verdict, giving up
 after --wait SECONDS (default 60) without a new one, or 10 s after the broker became unreachable,
-and prints how many were accepted, dead-lettered (by reason) and not ingested. Pushing the same
-file again is idempotent: the ledger keeps one copy of each report, by its keyed fingerprint, so
+and prints how many were accepted, dead-lettered (by reason) and not ingested. With the ledger at
+hand (below), reports whose receipts were lost (a broker that died) are looked up in the ledger, so
+the figures are exact. Pushing the same file again is idempotent: the ledger keeps one copy of each report, by its keyed fingerprint, so
 the reports it already holds count as duplicates, never twice. --no-wait skips the receipt.
 
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
