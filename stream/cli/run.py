@@ -45,7 +45,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         load_pipelines(Path(settings.pipelines))
     with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
         _announce(ready)
-        return run_worker(ready)
+        code = run_worker(ready)
+        if code == 0:
+            _stopped(ready)
+        return code
+
+
+def _stopped(s: Settings) -> None:
+    """One line when the worker stops (Ctrl-C, SIGTERM): what is left, and that nothing is lost."""
+    from db import Database, ReleaseRepository
+
+    try:
+        counts = ReleaseRepository(Database(s.db_url())).accounting()
+        pending = f"{counts.get('pending', 0)} report(s) pending, {counts.get('releases_published', 0)} release(s) " \
+                  "published; "
+    except Exception:  # the line is a courtesy: a ledger gone meanwhile must not turn a clean stop into a traceback
+        pending = ""
+    print(f"anonstream run: stopped. {pending}pending reports stay in the ledger and the next `anonstream run` "
+          "resumes them.", flush=True)
 
 
 def _announce(s: Settings) -> None:
