@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.contract import DATE_FAMILIES, DateFormat
 from core.errors import SpecError
 
 
@@ -91,20 +92,32 @@ class DateHierarchySpec(_Strict):
     kind: Literal["dates"] = "dates"
     levels: tuple[Literal["day", "month", "year"], ...] = ("day", "month", "year")
     domain: tuple[str, str] | None = None
-    # "iso", "us" (MM/DD/YYYY), "day-first" (DD/MM/YYYY) or a strptime pattern such as "%d.%m.%Y";
+    # "iso", "us" (MM/DD/YYYY), "day-first" (DD/MM/YYYY), each with an optional time of day, or a
+    # strptime pattern such as "%d.%m.%Y"; or a list of them, e.g. ["us", "%Y/%m/%d %H:%M:%S"].
     # None accepts ISO 8601 and slash dates whose day and month cannot be swapped (core/contract.py)
-    format: str | None = Field(default=None, min_length=1)
+    format: DateFormat | None = None
 
     @field_validator("format")
     @classmethod
-    def _known_format(cls, v: str | None) -> str | None:
+    def _known_format(cls, v: DateFormat | None) -> DateFormat | None:
         return v if v is None else _date_format(v)
 
 
-def _date_format(v: str) -> str:
-    if v not in {"iso", "us", "day-first"} and "%" not in v:
-        raise ValueError(f"date format {v!r} must be 'iso', 'us', 'day-first' or a strptime pattern like '%d.%m.%Y'")
-    return v
+def _date_format(v: DateFormat) -> DateFormat:
+    """A declared date format: one layout or a non-empty list of distinct layouts."""
+    given = (v,) if isinstance(v, str) else v
+    if not given:
+        raise ValueError("a list of date formats must name at least one layout")
+    for layout in given:
+        if layout not in DATE_FAMILIES and "%" not in layout:
+            raise ValueError(f"date format {layout!r} must be 'iso', 'us', 'day-first' or a strptime pattern "
+                             "like '%d.%m.%Y' (or a list of them)")
+    if len(set(given)) < len(given):
+        raise ValueError(f"date formats {list(given)} name a layout twice")
+    if {"us", "day-first"} <= set(given):
+        raise ValueError("date formats 'us' and 'day-first' cannot both be declared: every date whose day is "
+                         "12 or less would be ambiguous")
+    return v if isinstance(v, str) else tuple(v)
 
 
 class MaskHierarchySpec(_Strict):
@@ -202,11 +215,11 @@ class InputFormat(_Strict):
     missing_label: str = Field(default="(missing)", min_length=1)
     # formats of date columns that are not date QIs (the time column, a date of birth ...): a value
     # that does not parse is refused even if the column is dropped later, e.g. { dob = "iso" }
-    dates: dict[str, str] = Field(default_factory=dict)
+    dates: dict[str, DateFormat] = Field(default_factory=dict)
 
     @field_validator("dates")
     @classmethod
-    def _known_formats(cls, v: dict[str, str]) -> dict[str, str]:
+    def _known_formats(cls, v: dict[str, DateFormat]) -> dict[str, DateFormat]:
         return {col: _date_format(fmt) for col, fmt in v.items()}
 
     @property
@@ -250,7 +263,7 @@ class DatasetSpec(_Strict):
     def weights(self) -> list[float]:
         return [q.weight for q in self.qi]
 
-    def date_format(self, column: str) -> str | None:
+    def date_format(self, column: str) -> DateFormat | None:
         """The declared format of a date column (a date QI, or ``[input] dates``), None if undeclared."""
         for q in self.qi:
             if q.name == column and isinstance(q.hierarchy, DateHierarchySpec):
