@@ -57,6 +57,32 @@ def describe_date_format(fmt: DateFormat | None) -> str:
     return words[0] if len(words) == 1 else "one of " + "; ".join(words)
 
 
+def check_date_format(v: DateFormat) -> DateFormat:
+    """A declared date format (one layout or a non-empty list of distinct layouts), else ValueError."""
+    given = (v,) if isinstance(v, str) else v
+    if not given:
+        raise ValueError("a list of date formats must name at least one layout")
+    for layout in given:
+        if layout not in DATE_FAMILIES and "%" not in layout:
+            raise ValueError(f"date format {layout!r} must be 'iso', 'us', 'day-first' or a strptime pattern "
+                             "like '%d.%m.%Y' (or a list of them)")
+    if len(set(given)) < len(given):
+        raise ValueError(f"date formats {list(given)} name a layout twice")
+    if {"us", "day-first"} <= set(given):
+        raise ValueError("date formats 'us' and 'day-first' cannot both be declared: every date whose day is "
+                         "12 or less would be ambiguous")
+    return v if isinstance(v, str) else tuple(v)
+
+
+def check_encoding(name: str) -> str:
+    """A declared text encoding (``[input] encoding``), else ValueError."""
+    try:
+        "".encode(name)  # a text encoding (codecs.lookup also knows base64, rot13 ...)
+    except LookupError:
+        raise ValueError(f"unknown encoding {name!r}; use a name such as 'utf-8', 'cp1252' or 'latin-1'") from None
+    return name
+
+
 AMBIGUOUS = "ambiguous"
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from core.contract import DATE_FAMILIES, DateFormat
+from core.contract import DateFormat, check_date_format, check_encoding
 from core.errors import SpecError
 
 
@@ -100,24 +100,7 @@ class DateHierarchySpec(_Strict):
     @field_validator("format")
     @classmethod
     def _known_format(cls, v: DateFormat | None) -> DateFormat | None:
-        return v if v is None else _date_format(v)
-
-
-def _date_format(v: DateFormat) -> DateFormat:
-    """A declared date format: one layout or a non-empty list of distinct layouts."""
-    given = (v,) if isinstance(v, str) else v
-    if not given:
-        raise ValueError("a list of date formats must name at least one layout")
-    for layout in given:
-        if layout not in DATE_FAMILIES and "%" not in layout:
-            raise ValueError(f"date format {layout!r} must be 'iso', 'us', 'day-first' or a strptime pattern "
-                             "like '%d.%m.%Y' (or a list of them)")
-    if len(set(given)) < len(given):
-        raise ValueError(f"date formats {list(given)} name a layout twice")
-    if {"us", "day-first"} <= set(given):
-        raise ValueError("date formats 'us' and 'day-first' cannot both be declared: every date whose day is "
-                         "12 or less would be ambiguous")
-    return v if isinstance(v, str) else tuple(v)
+        return v if v is None else check_date_format(v)
 
 
 class MaskHierarchySpec(_Strict):
@@ -216,11 +199,13 @@ class InputFormat(_Strict):
     # formats of date columns that are not date QIs (the time column, a date of birth ...): a value
     # that does not parse is refused even if the column is dropped later, e.g. { dob = "iso" }
     dates: dict[str, DateFormat] = Field(default_factory=dict)
+    # the file's text encoding ("utf-8", "cp1252", "latin-1" ...); None: detected (stream/io/text.py)
+    encoding: Annotated[str, AfterValidator(check_encoding)] | None = None
 
     @field_validator("dates")
     @classmethod
     def _known_formats(cls, v: dict[str, DateFormat]) -> dict[str, DateFormat]:
-        return {col: _date_format(fmt) for col, fmt in v.items()}
+        return {col: check_date_format(fmt) for col, fmt in v.items()}
 
     @property
     def missing_policy(self) -> str:
