@@ -53,7 +53,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.io.rejects import Hints, RejectsWriter, describe
     from stream.io.rows import csv_header, iter_rows
     from stream.io.specs import load_schema
-    from stream.io.text import text_encoding
+    from stream.io.text import BINARY_SUFFIXES, text_encoding
     from stream.ops.locate import check_broker
     from stream.station.producer import make_producer, push_reports
 
@@ -66,7 +66,9 @@ def cmd_push(args: argparse.Namespace) -> int:
     schema = load_schema(settings.spec)
     spec = schema.spec
     check_paths((args.input,), {"--rejects": args.rejects}, spec.input.encoding)
-    text_encoding(args.input, spec.input.encoding)  # says so when the file is not UTF-8
+    # the text encoding (said when not UTF-8); the rejects file is written in it, so it is pushed back alike
+    codec = "utf-8" if Path(args.input).suffix.lower() in BINARY_SUFFIXES else text_encoding(
+        args.input, spec.input.encoding)
     seen = [0]
 
     def counted() -> Any:
@@ -84,7 +86,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
     header = csv_header(args.input, encoding=spec.input.encoding)[0] if Path(args.input).suffix not in {
         ".jsonl", ".ndjson", ".parquet", ".pq"} else None
-    sink = RejectsWriter(args.rejects, header) if args.rejects else None
+    sink = RejectsWriter(args.rejects, header, codec) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     from stream.station.preview import LedgerPreview
 

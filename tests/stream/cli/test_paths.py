@@ -122,3 +122,13 @@ def test_a_declared_encoding_the_file_breaks_is_one_line(files, capsys) -> None:
         argv, _option = COMMANDS[command]
         assert main(argv(str(files["export"]), str(files["out"]), str(files["spec"]))) == 2
         _one_error(capsys, "export.csv, line 2: byte 0xe9 is not UTF-8 text")
+
+
+def test_push_reads_parquet_without_sniffing_its_bytes(files, capsys) -> None:  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    parquet = files["export"].with_suffix(".parquet")
+    pd.read_csv(files["export"], dtype=str, encoding="cp1252").to_parquet(parquet)
+    argv, _option = COMMANDS["push"]
+    assert main(argv(str(parquet), str(files["out"]), str(files["spec"]))) == 3  # read whole, no broker
+    assert "error: broker kafka://127.0.0.1:1 is unreachable" in capsys.readouterr().err
