@@ -48,10 +48,12 @@ def _progress(label: str) -> Any:
 
 def cmd_push(args: argparse.Namespace) -> int:
     _quiet(args)
+    from stream.cli._paths import check_paths
     from stream.io.dupes import repeated_ids
     from stream.io.rejects import Hints, RejectsWriter, describe
     from stream.io.rows import csv_header, iter_rows
     from stream.io.specs import load_schema
+    from stream.io.text import BINARY_SUFFIXES, text_encoding
     from stream.ops.locate import check_broker
     from stream.station.producer import make_producer, push_reports
 
@@ -63,10 +65,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     settings = broker_settings(settings, check=False)
     schema = load_schema(settings.spec)
     spec = schema.spec
+    check_paths((args.input,), {"--rejects": args.rejects}, spec.input.encoding)
+    # the text encoding (said when not UTF-8); the rejects file is written in it, so it is pushed back alike
+    codec = "utf-8" if Path(args.input).suffix.lower() in BINARY_SUFFIXES else text_encoding(
+        args.input, spec.input.encoding)
     seen = [0]
 
     def counted() -> Any:
-        for item in iter_rows(args.input):
+        for item in iter_rows(args.input, encoding=spec.input.encoding):
             seen[0] += 1
             yield item
 
@@ -78,16 +84,16 @@ def cmd_push(args: argparse.Namespace) -> int:
         from core.errors import InputDataError
 
         raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
-    header = csv_header(args.input)[0] if Path(args.input).suffix not in {".jsonl", ".ndjson", ".parquet",
-                                                                          ".pq"} else None
-    sink = RejectsWriter(args.rejects, header) if args.rejects else None
+    header = csv_header(args.input, encoding=spec.input.encoding)[0] if Path(args.input).suffix not in {
+        ".jsonl", ".ndjson", ".parquet", ".pq"} else None
+    sink = RejectsWriter(args.rejects, header, codec) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     from stream.station.preview import LedgerPreview
 
     ledger = LedgerPreview.open(settings)
     producer = make_producer(settings.bootstrap_servers())
     try:
-        result = push_reports(iter_rows(args.input), schema, producer,
+        result = push_reports(iter_rows(args.input, encoding=spec.input.encoding), schema, producer,
                               args.topic or settings.topic_reports, args.station,
                               progress=_progress(f"push {Path(args.input).name}"), total=total,
                               rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger)

@@ -26,9 +26,10 @@ from stream.station.producer import Rejection
 class RejectsWriter:
     """Writes rejected rows as they come (CSV with the input's header, or JSON lines)."""
 
-    def __init__(self, path: str | Path, header: list[str] | None = None) -> None:
+    def __init__(self, path: str | Path, header: list[str] | None = None, encoding: str = "utf-8") -> None:
         self.path = Path(path)
         self.header = header
+        self.encoding = encoding  # the input's, so the fixed file is read back the same way
         self.jsonl = self.path.suffix in {".jsonl", ".ndjson"}
         self.count = 0
         self._fh: TextIO | None = None
@@ -38,7 +39,7 @@ class RejectsWriter:
         meta = {"reject_line": rejection.line, "reject_reason": rejection.reason,
                 "reject_message": rejection.message}
         if self._fh is None:
-            self._fh = self.path.open("w", encoding="utf-8", newline="")
+            self._fh = self.path.open("w", encoding=self.encoding, errors="replace", newline="")  # a hint may not fit
             if not self.jsonl:
                 cols = [c for c in (self.header or list(row)) if c not in REJECT_COLUMNS]
                 self._csv = csv.DictWriter(self._fh, [*REJECT_COLUMNS, *cols], extrasaction="ignore")
