@@ -12,8 +12,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from core.contract import DateFormat, check_date_format, check_encoding
 from core.errors import SpecError
 
 
@@ -91,20 +92,15 @@ class DateHierarchySpec(_Strict):
     kind: Literal["dates"] = "dates"
     levels: tuple[Literal["day", "month", "year"], ...] = ("day", "month", "year")
     domain: tuple[str, str] | None = None
-    # "iso", "us" (MM/DD/YYYY), "day-first" (DD/MM/YYYY) or a strptime pattern such as "%d.%m.%Y";
+    # "iso", "us" (MM/DD/YYYY), "day-first" (DD/MM/YYYY), each with an optional time of day, or a
+    # strptime pattern such as "%d.%m.%Y"; or a list of them, e.g. ["us", "%Y/%m/%d %H:%M:%S"].
     # None accepts ISO 8601 and slash dates whose day and month cannot be swapped (core/contract.py)
-    format: str | None = Field(default=None, min_length=1)
+    format: DateFormat | None = None
 
     @field_validator("format")
     @classmethod
-    def _known_format(cls, v: str | None) -> str | None:
-        return v if v is None else _date_format(v)
-
-
-def _date_format(v: str) -> str:
-    if v not in {"iso", "us", "day-first"} and "%" not in v:
-        raise ValueError(f"date format {v!r} must be 'iso', 'us', 'day-first' or a strptime pattern like '%d.%m.%Y'")
-    return v
+    def _known_format(cls, v: DateFormat | None) -> DateFormat | None:
+        return v if v is None else check_date_format(v)
 
 
 class MaskHierarchySpec(_Strict):
@@ -202,12 +198,14 @@ class InputFormat(_Strict):
     missing_label: str = Field(default="(missing)", min_length=1)
     # formats of date columns that are not date QIs (the time column, a date of birth ...): a value
     # that does not parse is refused even if the column is dropped later, e.g. { dob = "iso" }
-    dates: dict[str, str] = Field(default_factory=dict)
+    dates: dict[str, DateFormat] = Field(default_factory=dict)
+    # the file's text encoding ("utf-8", "cp1252", "latin-1" ...); None: detected (stream/io/text.py)
+    encoding: Annotated[str, AfterValidator(check_encoding)] | None = None
 
     @field_validator("dates")
     @classmethod
-    def _known_formats(cls, v: dict[str, str]) -> dict[str, str]:
-        return {col: _date_format(fmt) for col, fmt in v.items()}
+    def _known_formats(cls, v: dict[str, DateFormat]) -> dict[str, DateFormat]:
+        return {col: check_date_format(fmt) for col, fmt in v.items()}
 
     @property
     def missing_policy(self) -> str:
@@ -251,7 +249,7 @@ class DatasetSpec(_Strict):
     def weights(self) -> list[float]:
         return [q.weight for q in self.qi]
 
-    def date_format(self, column: str) -> str | None:
+    def date_format(self, column: str) -> DateFormat | None:
         """The declared format of a date column (a date QI, or ``[input] dates``), None if undeclared."""
         for q in self.qi:
             if q.name == column and isinstance(q.hierarchy, DateHierarchySpec):

@@ -5,7 +5,8 @@ read or written. The same generator state always gives the same reports.
 
 One report has the columns of the shared crime-report record:
 
-* ``report_id`` (unique, ``<station>-<sequence>``), ``station_id``, ``event_time`` (ISO-8601 UTC);
+* ``report_id`` (unique across files and days, ``<station>-<YYYYMMDD>-<sequence>``), ``station_id``,
+  ``event_time`` (ISO-8601 UTC);
 * ``name`` and ``dob``: synthetic direct identifiers, consistent with ``age`` on the event day;
 * ``age``, ``sex`` (F, M, X), ``suburb``, ``postcode``, ``reporter``: quasi-identifiers;
 * ``offence``: the sensitive attribute, drawn from :data:`~core.generators.crime_data.OFFENCES`.
@@ -143,7 +144,7 @@ def _chunk(rng: np.random.Generator, station: str, suburbs: list[str], day: pd.T
     dob = _dob(pd.DatetimeIndex(times).normalize(), age, rng)
     seq = np.arange(first_seq, first_seq + n)
     return pd.DataFrame({
-        "report_id": [f"{station}-{s:06d}" for s in seq],
+        "report_id": [f"{station}-{day:%Y%m%d}-{s:06d}" for s in seq],
         "station_id": station,
         "event_time": pd.DatetimeIndex(times).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "name": first + " " + last,

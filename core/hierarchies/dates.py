@@ -16,14 +16,17 @@ from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, fact
 _FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
 
 
-def to_days(name: str, values: pd.Series, fmt: str | None = None) -> pd.DatetimeIndex:
-    """Days of ``values`` parsed by the declared format (see core/contract.py); refuses bad or ambiguous ones."""
+def to_days(name: str, values: pd.Series, fmt: contract.DateFormat | None = None) -> pd.DatetimeIndex:
+    """Days of ``values`` parsed by the declared format (see core/contract.py); refuses bad or ambiguous ones.
+
+    Values with a time of day (``01/08/2020 00:00``) become their day: the hierarchy's leaves are days."""
     days, bad, ambiguous = contract.to_days(values, fmt)
     if ambiguous.any():
         shown = values[ambiguous].astype(str).unique().tolist()
+        fix = ("declare format = \"us\" or \"day-first\" in the spec" if fmt is None else
+               f"the declared layouts {list(contract.layouts(fmt))} read them as different dates; keep one")
         raise InputDataError(f"column '{name}' has ambiguous dates (day and month could be swapped): "
-                             f"{preview(shown)}; declare format = \"us\" or \"day-first\" in the spec",
-                             reason="ambiguous-date")
+                             f"{preview(shown)}; {fix}", reason="ambiguous-date")
     if bad.any():
         shown = values[bad].astype(str).unique().tolist()
         raise InputDataError(f"column '{name}' is a date ({contract.describe_date_format(fmt)}) but has "
@@ -33,7 +36,7 @@ def to_days(name: str, values: pd.Series, fmt: str | None = None) -> pd.Datetime
 
 class DateHierarchy(Hierarchy):
     def __init__(self, name: str, levels: tuple[str, ...] = ("day", "month", "year"),
-                 domain: tuple[str, str] | None = None, fmt: str | None = None) -> None:
+                 domain: tuple[str, str] | None = None, fmt: contract.DateFormat | None = None) -> None:
         super().__init__(name)
         self.levels = levels
         self.domain = domain

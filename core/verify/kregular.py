@@ -27,9 +27,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core.contract import DateFormat
 from core.encoding import Schema
 from core.engines.base import Release
-from core.hierarchies.dates import to_days
+from core.hierarchies.dates import DateHierarchy, to_days
 from core.hierarchies.intervals import parse_interval, split_interval
 from core.privacy.requirement import PrivacyRequirement
 from core.verify.report import VerificationReport, check_risk
@@ -53,6 +54,12 @@ def _date_bounds(label: str) -> tuple[float, float]:
         return float(days[0]), end
     except Exception:  # unparseable label: covers nothing
         return np.nan, np.nan
+
+
+def _date_format(schema: Schema, name: str) -> DateFormat | None:
+    """The declared format of a date QI: its hierarchy's, else the spec's."""
+    hierarchy = schema.hierarchies.get(name)
+    return hierarchy.format if isinstance(hierarchy, DateHierarchy) else schema.spec.date_format(name)
 
 
 def _set_members(label: str) -> list[str]:
@@ -151,8 +158,8 @@ def verify_k_regular(original: pd.DataFrame, release: Release, schema: Schema,
                 if kind == "numeric":
                     vals = pd.to_numeric(orig[name], errors="coerce").to_numpy(dtype=float)
                     ok = _ordered_covered(rows[name], vals, r_idx, o_idx, date=False)
-                elif kind == "date":
-                    vals = to_days(name, orig[name]).asi8 / 86400e9
+                elif kind == "date":  # the originals as the hierarchy reads them (its declared format)
+                    vals = to_days(name, orig[name], _date_format(schema, name)).asi8 / 86400e9
                     ok = _ordered_covered(rows[name], vals, r_idx, o_idx, date=True)
                 else:
                     vals = orig[name].astype(str).str.strip().to_numpy(dtype=object)

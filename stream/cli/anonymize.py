@@ -58,12 +58,14 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
     from core.verify import verify_release
+    from stream.cli._paths import check_paths
     from stream.cli._progress import ProgressPrinter
     from stream.io.specs import load_schema
     from stream.io.tables import read_for_spec
 
     t0 = time.perf_counter()
     schema = load_schema(args.spec)
+    check_paths((args.input,), {"--out": args.out, "--report": args.report}, schema.spec.input.encoding)
     frame = read_for_spec(args.input, schema.spec, schema)
     dropped = int(frame.attrs.get("dropped_missing", 0))
     engine = get_engine(args.engine)

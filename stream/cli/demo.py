@@ -133,6 +133,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"demo: releases written to {out_dir} ({args.format}, with manifests and codebooks); load them with\n"
               f"  python -c 'from stream.analyst.dataset import read_releases; "
               f"print(read_releases(\"{out_dir}\").groupby(\"suburb_region\").size())'", flush=True)
+    if ok and not args.clean:
+        home = settings.data_dir
+        print(f"demo: its ledger, keys and logs are in {home}; look at them with\n"
+              f"  export ANONSTREAM_HOME={home}\n"
+              "  anonstream status; anonstream releases list; anonstream keys public\n"
+              "  anonstream run --detach   # a worker on the demo's ledger: it re-publishes the demo's releases, so\n"
+              "                            # `anonstream releases verify latest` can read them back; `anonstream stop`",
+              flush=True)
     if not ok:
         print(f"error: demo did not finish within {args.timeout:.0f}s", file=sys.stderr)
         return 1

@@ -19,6 +19,7 @@ from core.engines.registry import get_engine, make_params
 from core.errors import AnonymizationError, ParamsError
 from core.lattice import Lattice
 from core.schema import DatasetSpec, parse_spec
+from stream.cli._paths import check_paths
 from stream.cli._progress import ProgressPrinter
 from stream.io.specs import load_spec_data
 from stream.io.tables import read_for_spec
@@ -126,6 +127,7 @@ def cmd_front(args: argparse.Namespace) -> int:
     qis = [q.strip() for q in args.qis.split(",")] if args.qis else None
     spec = adapt_spec(load_spec_data(args.spec), qis, args.sensitive, args.class_attribute)
     schema = Schema.from_spec(spec)
+    check_paths((args.input,), {"--png": args.png, "--json": args.json}, spec.input.encoding)
     frame = read_for_spec(args.input, spec)
     engine = get_engine("pbg-ea")
     values: dict[str, object] = {"objectives": args.objectives, "eps": args.eps, "max_suppression": args.eta,

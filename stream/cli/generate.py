@@ -12,6 +12,7 @@ import numpy as np
 
 from core.errors import InputDataError
 from core.generators import CrimeChunk, iter_crime_reports
+from stream.cli._paths import check_output
 from stream.cli._progress import ProgressPrinter
 
 GENERATE_HELP = """\
@@ -35,8 +36,7 @@ def cmd_crime_reports(args: argparse.Namespace) -> int:
     fmt = FORMATS.get(out.suffix.lower())
     if fmt is None:
         raise InputDataError(f"--out must end in .jsonl, .ndjson or .csv; got '{out.name}'", reason="invalid-input")
-    if not out.parent.exists():
-        raise InputDataError(f"output folder does not exist: {out.parent}", reason="file-not-found")
+    check_output("--out", out)
     total_chunks = args.stations * args.days
     progress = ProgressPrinter("generate")
     tmp = out.with_name(out.name + ".part")

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "warmup": ("stream.cli.warmup", "compile or load every engine's kernels once (run after installing)"),
     "front": ("stream.cli.front", "Pareto front of privacy and loss (PBG-EA): table and PNG"),
     "run": ("stream.cli.run", "run a worker (embedded broker if none configured)"),
+    "stop": ("stream.cli.stop", "stop this data folder's worker (started with run --detach)"),
     "demo": ("stream.cli.demo", "embedded broker + worker + simulated stations, one day"),
     "migrate": ("stream.cli.migrate", "upgrade the ledger database (or check / downgrade it)"),
     "push": ("stream.cli.push", "validate a station's CSV/JSONL reports and push them"),

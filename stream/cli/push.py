@@ -21,10 +21,10 @@ you mean 'Theft'?). A report id repeated within the file is rejected on its seco
 station; across stations when the spec says ids are department-wide: id_scope = "global"). With
 --rejects, every rejected row is written as it was, after reject_line/reject_reason/reject_message/
 reject_hint columns: fix the values and push that file again (the reject_ columns are ignored).
-The rejects file holds identifiers: it is created 0600, its first column's header says so, and
-cells a spreadsheet would run as formulas (=, +, -, @) are written with a leading quote (push
-removes it when the file is pushed again). The values stay on this machine: the service's
-dead-letter topic never sees them.
+The rejects file holds identifiers: it is created 0600 (in the input's text encoding), its first
+column's header says so, and cells a spreadsheet would run as formulas (=, +, -, @) are written
+with a leading quote (push removes it when the file is pushed again). The values stay on this
+machine: the service's dead-letter topic never sees them.
 
 Before sending, push reads which workers serve the topic (they advertise their feed and spec
 version on <topic>.workers): a worker running another spec (or, with --feed, another feed) stops
@@ -36,8 +36,9 @@ The receipt: the worker confirms every report it has in its ledger or dead-lette
 after --wait SECONDS (default 60) without a new one, or 10 s after the broker became unreachable,
 and prints how many were accepted, dead-lettered (by reason) and not ingested. With the ledger at
 hand (below), reports whose receipts were lost (a broker that died) are looked up in the ledger, so
-the figures are exact. Pushing the same file again is idempotent: the ledger keeps one copy of each report, by its keyed fingerprint, so
-the reports it already holds count as duplicates, never twice. --no-wait skips the receipt.
+the figures are exact. Pushing the same file again is idempotent: the ledger keeps one copy of each
+report, by its keyed fingerprint, so the reports it already holds count as duplicates, never twice.
+--no-wait skips the receipt.
 
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
 ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
@@ -78,10 +79,12 @@ def _progress(label: str, what: str = "rows") -> Any:
 
 def cmd_push(args: argparse.Namespace) -> int:
     _quiet(args)
+    from stream.cli._paths import check_paths
     from stream.io.dupes import repeated_ids
     from stream.io.rejects import Hints, RejectsWriter
     from stream.io.rows import csv_header, iter_rows
     from stream.io.specs import load_schema
+    from stream.io.text import BINARY_SUFFIXES, text_encoding
     from stream.ops.locate import check_broker
     from stream.station.producer import make_producer, push_reports
 
@@ -97,10 +100,14 @@ def cmd_push(args: argparse.Namespace) -> int:
     settings = broker_settings(settings, check=False)
     schema = load_schema(settings.spec)
     spec = schema.spec
+    check_paths((args.input,), {"--rejects": args.rejects}, spec.input.encoding)
+    # the text encoding (said when not UTF-8); the rejects file is written in it, so it is pushed back alike
+    codec = "utf-8" if Path(args.input).suffix.lower() in BINARY_SUFFIXES else text_encoding(
+        args.input, spec.input.encoding)
     seen = [0]
 
     def counted() -> Any:
-        for item in iter_rows(args.input):
+        for item in iter_rows(args.input, encoding=spec.input.encoding):
             seen[0] += 1
             yield item
 
@@ -112,9 +119,9 @@ def cmd_push(args: argparse.Namespace) -> int:
         from core.errors import InputDataError
 
         raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
-    header = csv_header(args.input)[0] if Path(args.input).suffix not in {".jsonl", ".ndjson", ".parquet",
-                                                                          ".pq"} else None
-    sink = RejectsWriter(args.rejects, header, Hints(schema)) if args.rejects else None
+    header = csv_header(args.input, encoding=spec.input.encoding)[0] if Path(args.input).suffix not in {
+        ".jsonl", ".ndjson", ".parquet", ".pq"} else None
+    sink = RejectsWriter(args.rejects, header, Hints(schema), codec) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
     from stream.station.preview import LedgerPreview
     from stream.station.receipt import ReceiptReader
@@ -128,8 +135,8 @@ def cmd_push(args: argparse.Namespace) -> int:
     ledger = LedgerPreview.open(settings)
     producer = make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS)
     try:
-        result = push_reports(iter_rows(args.input), schema, producer, topic, args.station,
-                              progress=_progress(f"push {Path(args.input).name}"),
+        result = push_reports(iter_rows(args.input, encoding=spec.input.encoding), schema, producer, topic,
+                              args.station, progress=_progress(f"push {Path(args.input).name}"),
                               total=total, rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger,
                               push_id=push_id)
     except BaseException:

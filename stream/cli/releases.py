@@ -36,8 +36,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _release_id(svc: Any, given: str) -> str:
+    """``given``, or the newest release's id for ``latest``."""
+    if given != "latest":
+        return given
+    from db.console_queries import ReleaseFilter
+
+    newest = guarded(lambda: svc.releases(ReleaseFilter(limit=1)))["releases"]
+    if not newest:
+        raise InputDataError("no release in the ledger yet", reason="console")
+    return str(newest[0]["id"])
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     svc = console_service(args)
+    args.id = _release_id(svc, args.id)
     d = guarded(lambda: svc.release(args.id))
     if d is None:
         raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
@@ -74,6 +87,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     svc = console_service(args, need_broker=True)
+    args.id = _release_id(svc, args.id)
     res = guarded(lambda: svc.reverify(args.id, "cli", timeout_s=args.timeout))
     if args.json:
         print_json(res)
@@ -182,12 +196,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--json", action="store_true", help="print JSON")
     lst.set_defaults(func=cmd_list)
     show = rs.add_parser("show", parents=[common], help="one release: metrics, classes, offence frequencies")
-    show.add_argument("id")
+    show.add_argument("id", help="a release id, or `latest`")
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(func=cmd_show)
     ver = rs.add_parser("verify", parents=[common],
                         help="read a release back from the output topic and recompute k and l (exit 1 if it fails)")
-    ver.add_argument("id")
+    ver.add_argument("id", help="a release id, or `latest`")
     ver.add_argument("--timeout", type=float, default=30.0, help="seconds to read the topic (default 30)")
     ver.add_argument("--json", action="store_true", help="print JSON")
     ver.set_defaults(func=cmd_verify)

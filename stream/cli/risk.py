@@ -9,6 +9,7 @@ from typing import Any
 
 from core.errors import ParamsError
 from core.risk.reidentification import DEFAULT_THRESHOLD
+from stream.cli._paths import check_paths
 from stream.io.specs import load_schema
 from stream.io.tables import read_for_spec
 
@@ -78,6 +79,7 @@ def format_risk(r: dict[str, Any], indent: str = "  ") -> list[str]:
 
 def cmd_risk(args: argparse.Namespace) -> int:
     schema = load_schema(args.spec)
+    check_paths((args.input,), encoding=schema.spec.input.encoding)
     frame = read_for_spec(args.input, schema.spec)
     spec = schema.spec
     from core.risk import risk_profile

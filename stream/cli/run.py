@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from stream.cli._worker_options import overrides, quiet, worker_options
@@ -18,6 +19,9 @@ $ANONSTREAM_HOME/instance.json, so every other command finds its broker and data
 first unless --no-migrate; releases the broker lacks are re-published from the ledger. The web port
 serves /metrics (Prometheus) and /ready. Exit codes: 0 ok, 2 usage, 3 broker/database unreachable
 or lost. All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
+Ctrl-C (or SIGTERM) stops it cleanly: one line, exit 0; pending reports stay in the ledger.
+
+--detach runs the worker in the background and returns once it is ready; `anonstream stop` stops it.
 
 Several feeds (each its own input topic, spec, engine, privacy parameters, windows and output
 topics) are served by the same worker with --pipelines FILE (or ANONSTREAM_PIPELINES); see
@@ -43,9 +47,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         from stream.config.feeds import load_pipelines
 
         load_pipelines(Path(settings.pipelines))
+    if args.detach:
+        return _detach(settings, args.ready_timeout)
     with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
         _announce(ready)
-        return run_worker(ready)
+        code = run_worker(ready)
+        if code == 0:
+            _stopped(ready)
+        return code
+
+
+def _detach(settings: Settings, timeout: float) -> int:
+    """Start the worker in the background, wait for it to be ready, say where it is and how to stop it."""
+    from stream.ops.background import log_tail, running_pid, start_detached
+
+    pid = running_pid(settings)
+    if pid is not None:
+        print(f"anonstream run: a worker already runs for {settings.data_dir.resolve()} (pid {pid}); "
+              "stop it with `anonstream stop`", flush=True)
+        return 0
+    started = start_detached(settings, timeout)
+    if not started.ready:
+        why = (f"exited with code {started.exit_code}" if started.exit_code is not None
+               else f"was not ready within {timeout:.0f}s (still starting: see the log, or `anonstream stop`)")
+        print(f"error: the worker {why}; last lines of {started.log}:\n{log_tail(started.log)}", file=sys.stderr)
+        return started.exit_code or 3
+    announce = [line for line in log_tail(started.log, 200).splitlines() if line.startswith("  ")
+                or line.startswith("anonstream run: worker")]
+    print("\n".join(announce[-8:]), flush=True)
+    print(f"anonstream run: worker running in the background (pid {started.pid}, log {started.log}); "
+          "stop it with `anonstream stop`", flush=True)
+    return 0
+
+
+def _stopped(s: Settings) -> None:
+    """One line when the worker stops (Ctrl-C, SIGTERM): what is left, and that nothing is lost."""
+    from db import Database, ReleaseRepository
+
+    try:
+        counts = ReleaseRepository(Database(s.db_url())).accounting()
+        pending = f"{counts.get('pending', 0)} report(s) pending, {counts.get('releases_published', 0)} release(s) " \
+                  "published; "
+    except Exception:  # the line is a courtesy: a ledger gone meanwhile must not turn a clean stop into a traceback
+        pending = ""
+    print(f"anonstream run: stopped. {pending}pending reports stay in the ledger and the next `anonstream run` "
+          "resumes them.", flush=True)
 
 
 def _announce(s: Settings) -> None:
@@ -62,7 +108,8 @@ def _announce(s: Settings) -> None:
         f"  console   anonstream console --port {s.console_port}  (then open http://127.0.0.1:{s.console_port}/)",
         f"  home      {home}  (other commands find this instance from any directory with ANONSTREAM_HOME={home})",
         *_feed_lines(s),
-        "  next      anonstream push reports.csv --station S1    |    anonstream status"]), flush=True)
+        "  next      anonstream push reports.csv  (rows name their station, or --station S1)  |  anonstream status"]),
+          flush=True)
 
 
 def _feed_lines(s: Settings) -> list[str]:
@@ -80,6 +127,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=RUN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("--web-port", type=int, help="worker web port: /metrics, /ready (default 6066; 0 = a free port)")
     r.add_argument("--no-migrate", action="store_true", help="skip the migrations start-up step")
+    r.add_argument("--detach", action="store_true", help="run in the background: return once the worker is ready "
+                   "(its output in DATA_DIR/run.log); stop it with `anonstream stop`")
+    r.add_argument("--ready-timeout", type=float, default=180.0, metavar="S",
+                   help="with --detach: seconds to wait for the worker to be ready (default 180)")
     r.add_argument("--pipelines", metavar="FILE", help="serve several feeds declared in this TOML file (default: "
                    "ANONSTREAM_PIPELINES; none = one feed from these settings); see docs/operations.md")
     r.set_defaults(func=cmd_run)

@@ -45,11 +45,13 @@ def cmd_draft(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from core.errors import SpecError
+    from stream.cli._paths import check_paths
     from stream.io.specs import load_spec_data
     from stream.io.tables import read_table
     from stream.specdraft.draft import make_draft
     from stream.specdraft.render import render
 
+    check_paths((args.input,), {"--out": args.out})
     frame = read_table(args.input)
     sampled = args.sample is not None and len(frame) > args.sample
     if sampled:
@@ -71,13 +73,15 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from stream.cli._paths import check_paths
     from stream.io.specs import load_schema
     from stream.io.tables import read_table
     from stream.specdraft.check import check_frame
 
     schema = load_schema(args.spec)
     fmt = schema.spec.input
-    frame = read_table(args.input, fmt.separator, fmt.columns)
+    check_paths((args.input,), encoding=fmt.encoding)
+    frame = read_table(args.input, fmt.separator, fmt.columns, fmt.encoding)
     from stream.config.privacy import StreamPrivacy
 
     k = StreamPrivacy.default_of("k") if args.k is None else args.k  # the stream's defaults

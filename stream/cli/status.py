@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from typing import Any
 
 from core.errors import InputDataError
@@ -13,14 +15,56 @@ def _age(s: float | None) -> str:
     return "-" if s is None else (f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min")
 
 
+def _in_flight(h: dict[str, Any]) -> list[str]:
+    """What the worker still has to do with what it was given (empty: settled). Reports in open
+    windows stay pending by design (late rows may still come), so they do not count."""
+    out = []
+    lag = h["lag"]
+    if not lag.get("error") and lag.get("total"):
+        out.append(f"{lag['total']} report(s) not yet read")
+    closing = (h["windows"].get("by_state") or {}).get("closing", 0)
+    if closing:
+        out.append(f"{closing} window(s) being released")
+    stored = ((h["worker"].get("activity") or {}).get("releases_by_state") or {}).get("stored", 0)
+    if stored:
+        out.append(f"{stored} release(s) stored, not yet published")
+    return out
+
+
+def wait_settled(svc: Any, timeout: float) -> tuple[dict[str, Any], list[str]]:
+    """Poll the health until nothing is in flight and two readings agree, or ``timeout`` seconds pass."""
+    deadline, shown = time.monotonic() + timeout, time.monotonic()
+    last: dict[str, Any] | None = None
+    while True:
+        h = guarded(svc.health)
+        busy = _in_flight(h)
+        snapshot = {"pool": h["pool"], "windows": h["windows"].get("by_state"), "dlq": h["dlq"]["total"]}
+        if not busy and snapshot == last:
+            return h, []
+        if time.monotonic() > deadline:
+            return h, busy or ["the counts were still changing"]
+        if time.monotonic() - shown > 10:
+            shown = time.monotonic()
+            print("status: waiting: " + ("; ".join(busy) or "counts still changing"), file=sys.stderr, flush=True)
+        last = snapshot
+        time.sleep(1.0)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     svc = console_service(args)
-    h = guarded(svc.health)
+    busy: list[str] = []
+    if args.wait is not None:
+        h, busy = wait_settled(svc, args.wait)
+    else:
+        h = guarded(svc.health)
+    code = 1 if busy else 0
+    if busy:
+        print(f"status: still busy after {args.wait:.0f}s: {'; '.join(busy)}", file=sys.stderr)
     if args.feed:
-        return _feed_status(h, args.feed, args.json)
+        return _feed_status(h, args.feed, args.json) or code
     if args.json:
         print_json(h)
-        return 0
+        return code
     wk, pool, dlq, lag = h["worker"], h["pool"], h["dlq"], h["lag"]
     act = wk.get("activity") or {}
     print(f"worker    {wk.get('status')}; last ingest {act.get('last_ingest_at') or '-'}; "
@@ -48,7 +92,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("feeds")
         for f in feeds:
             print(_feed_line(f))
-    return 0
+    return code
 
 
 def _feed_line(f: dict[str, Any]) -> str:
@@ -93,4 +137,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--json", action="store_true", help="print JSON")
     st.add_argument("--feed", help="only this feed (several feeds in one deployment): its pool, windows, releases")
     st.add_argument("--broker-timeout", type=float, default=8.0, help="seconds to wait for the broker (default 8)")
+    st.add_argument("--wait", type=float, nargs="?", const=300.0, metavar="S",
+                    help="first wait (up to S seconds, default 300) until the worker has read every pushed report "
+                         "and released every window it closed; exit 1 if it is still busy then")
     st.set_defaults(func=cmd_status)

@@ -50,10 +50,12 @@ class RejectsWriter:
     """Writes rejected rows as they come (CSV with the input's header, or JSON lines), created 0600;
     ``hints`` fills the ``reject_hint`` column."""
 
-    def __init__(self, path: str | Path, header: list[str] | None = None, hints: Hints | None = None) -> None:
+    def __init__(self, path: str | Path, header: list[str] | None = None, hints: Hints | None = None,
+                 encoding: str = "utf-8") -> None:
         self.path = Path(path)
         self.header = header
         self.hints = hints
+        self.encoding = encoding  # the input's, so the fixed file is read back the same way
         self.jsonl = self.path.suffix in {".jsonl", ".ndjson"}
         self.count = 0
         self._fh: TextIO | None = None
@@ -62,7 +64,7 @@ class RejectsWriter:
     def _open(self) -> TextIO:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
-        return open(fd, "w", encoding="utf-8", newline="")
+        return open(fd, "w", encoding=self.encoding, errors="replace", newline="")  # a hint may not fit
 
     def write(self, row: dict[str, Any], rejection: Rejection) -> None:
         d = rejection.detail

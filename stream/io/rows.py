@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputDataError
+from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, detect
 
 # Columns a rejects file adds in front of the original row (after its note column, whose name starts
 # with reject_note); push ignores them when a fixed rejects file is pushed again (stream/io/rejects.py).
@@ -35,24 +36,22 @@ def _from_rejects(row: dict[str, Any], csv_cells: bool) -> dict[str, Any]:
     return {k: unneutralize(v) if csv_cells else v for k, v in row.items() if not is_reject_column(k)}
 
 
-def _check(p: Path) -> None:
-    if not p.exists():
-        raise InputDataError(f"input file not found: {p}", reason="file-not-found")
-    if p.stat().st_size == 0:
-        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
-
-
-def csv_header(path: str | Path, sep: str | None = None) -> tuple[list[str], str]:
-    """The header row and separator of a CSV (separator sniffed: ``,`` or ``;``)."""
-    with Path(path).open(encoding="utf-8", errors="replace", newline="") as fh:
-        head = fh.readline()
+def csv_header(path: str | Path, sep: str | None = None, encoding: str | None = None) -> tuple[list[str], str]:
+    """The header row and separator of a CSV (separator sniffed: ``,`` or ``;``), decoded by the declared
+    ``encoding`` (the spec's ``[input] encoding``), else the detected one (:func:`stream.io.text.detect`)."""
+    codec = detect(path, encoding).codec
+    try:
+        with Path(path).open(encoding=codec, newline="") as fh:
+            head = fh.readline()
+    except UnicodeDecodeError:
+        raise decode_error(path, codec, declared=encoding is not None) from None
     sep = sep or (";" if head.count(";") > head.count(",") else ",")
     return next(csv.reader([head], delimiter=sep, skipinitialspace=True), []), sep
 
 
-def _csv_rows(p: Path, sep: str | None) -> Iterator[Row]:
-    header, sep = csv_header(p, sep)
-    with p.open(encoding="utf-8", errors="replace", newline="") as fh:
+def _csv_rows(p: Path, sep: str | None, codec: str, declared: str | None) -> Iterator[Row]:
+    header, sep = csv_header(p, sep, declared)
+    with p.open(encoding=codec, newline="") as fh:
         reader = csv.reader(fh, delimiter=sep, skipinitialspace=True)
         next(reader, None)
         start = reader.line_num + 1
@@ -65,9 +64,9 @@ def _csv_rows(p: Path, sep: str | None) -> Iterator[Row]:
             start = reader.line_num + 1
 
 
-def jsonl_rows(p: Path) -> Iterator[Row]:
+def jsonl_rows(p: Path, codec: str = "utf-8") -> Iterator[Row]:
     """(line number, object) of each non-blank line; a line that is not a JSON object stops the read."""
-    with p.open(encoding="utf-8", errors="replace") as fh:
+    with p.open(encoding=codec) as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -94,17 +93,26 @@ def _parquet_rows(p: Path, batch_rows: int) -> Iterator[Row]:
             yield n, row
 
 
-def iter_rows(path: str | Path, sep: str | None = None, batch_rows: int = 10_000) -> Iterator[Row]:
-    """``(line, row)`` for every row of a CSV, JSON-lines or Parquet file, without loading it whole."""
-    p = Path(path)
-    _check(p)
-    if p.suffix in {".jsonl", ".ndjson"}:
-        rows: Iterator[Row] = jsonl_rows(p)
-    elif p.suffix in {".parquet", ".pq"}:
-        rows = _parquet_rows(p, batch_rows)
-    else:
-        rows = _csv_rows(p, sep)
-    csv_cells = p.suffix not in {".jsonl", ".ndjson", ".parquet", ".pq"}
+def iter_rows(path: str | Path, sep: str | None = None, batch_rows: int = 10_000,
+              encoding: str | None = None) -> Iterator[Row]:
+    """``(line, row)`` for every row of a CSV, JSON-lines or Parquet file, without loading it whole.
+
+    Text is decoded by the declared ``encoding`` (the spec's ``[input] encoding``) or the detected one
+    (:mod:`stream.io.text`); a byte it cannot decode stops the read with one line naming the file's line."""
+    p = check_input(path, encoding)
+    if p.suffix.lower() in BINARY_SUFFIXES:
+        yield from _without_reject_columns(_parquet_rows(p, batch_rows), csv_cells=False)
+        return
+    codec = detect(p, encoding).codec
+    jsonl = p.suffix in {".jsonl", ".ndjson"}
+    rows = jsonl_rows(p, codec) if jsonl else _csv_rows(p, sep, codec, encoding)
+    try:
+        yield from _without_reject_columns(rows, csv_cells=not jsonl)
+    except UnicodeDecodeError:
+        raise decode_error(p, codec, declared=encoding is not None) from None
+
+
+def _without_reject_columns(rows: Iterator[Row], csv_cells: bool) -> Iterator[Row]:
     for line, row in rows:
         if any(is_reject_column(k) for k in row):
             row = _from_rejects(row, csv_cells)

@@ -20,6 +20,7 @@ from core.encoding import Schema
 from core.errors import InputDataError, preview
 from core.hierarchies import DateHierarchy
 from core.schema import DatasetSpec
+from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, text_encoding
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def line_numbers(frame: pd.DataFrame, positions: object) -> list[int]:
 def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = None) -> pd.DataFrame:
     """Read a table as the spec's ``[input]`` section says and apply the input contract."""
     fmt = spec.input
-    df = read_table(path, fmt.separator, fmt.columns)
+    df = read_table(path, fmt.separator, fmt.columns, fmt.encoding)
     used = [c for c in spec.used_columns() if c in df.columns]
     policy = fmt.missing_policy
     gone = pd.DataFrame({c: contract.missing_mask(df[c], fmt.missing) for c in used}, index=df.index)
@@ -90,11 +91,11 @@ def check_values(df: pd.DataFrame, schema: Schema) -> None:
                                      f"({len(hit)} in all; line {where})", reason=reason)
 
 
-def _json_lines(p: Path) -> list[dict[str, object]]:
+def _json_lines(p: Path, codec: str) -> list[dict[str, object]]:
     """The objects of a JSON-lines file; a line that is not a JSON object stops the read, naming it."""
     from stream.io.rows import jsonl_rows
 
-    records = [obj for _line, obj in jsonl_rows(p)]
+    records = [obj for _line, obj in jsonl_rows(p, codec)]
     if not records:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     return records
@@ -117,36 +118,39 @@ def read_parquet(p: Path) -> pd.DataFrame:
         raise InputDataError(f"{p}: not a readable Parquet file ({str(exc)[:80]})", reason="invalid-input") from None
 
 
-def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None,
+               encoding: str | None = None) -> pd.DataFrame:
     """Read a CSV (separator sniffed: ``,`` or ``;``), ``.jsonl`` or ``.parquet`` file; all values as strings.
 
-    ``frame.attrs["first_line"]`` is the file line of the first row (2 after a header row).
+    Text is decoded by ``encoding`` (the spec's ``[input] encoding``) or the detected one
+    (stream/io/text.py); a folder, a binary file or bytes the encoding cannot read are one-line errors.
+    ``frame.attrs["first_line"]`` is the file line of the first row (2 after a header row) and
+    ``frame.attrs["encoding"]`` the codec the text was read with (None for Parquet).
     """
-    p = Path(path)
-    if not p.exists():
-        raise InputDataError(f"input file not found: {p}", reason="file-not-found")
-    if p.stat().st_size == 0:
-        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
-    if p.suffix in {".jsonl", ".ndjson"}:
-        df = _as_text(pd.DataFrame.from_records(_json_lines(p)))
-        df.attrs["first_line"] = 1
-        return df
-    if p.suffix in {".parquet", ".pq"}:
+    p = check_input(path, encoding)
+    if p.suffix.lower() in BINARY_SUFFIXES:
         df = _as_text(read_parquet(p))
         if df.empty:
             raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
-        df.attrs["first_line"] = 1
+        df.attrs.update(first_line=1, encoding=None)
         return df
-    if sep is None:
-        with p.open(encoding="utf-8") as fh:
-            head = fh.readline()
-        sep = ";" if head.count(";") > head.count(",") else ","
+    codec = text_encoding(p, encoding)
     try:
-        df = pd.read_csv(p, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False,
+        if p.suffix in {".jsonl", ".ndjson"}:
+            df = _as_text(pd.DataFrame.from_records(_json_lines(p, codec)))
+            df.attrs.update(first_line=1, encoding=codec)
+            return df
+        if sep is None:
+            with p.open(encoding=codec) as fh:
+                head = fh.readline()
+            sep = ";" if head.count(";") > head.count(",") else ","
+        df = pd.read_csv(p, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False, encoding=codec,
                          header=None if columns else "infer", names=list(columns) if columns else None)
+    except UnicodeDecodeError:
+        raise decode_error(p, codec, declared=encoding is not None) from None
     except pd.errors.EmptyDataError:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input") from None
     if df.empty:
         raise InputDataError(f"input is empty: {p} has a header but no rows", reason="empty-input")
-    df.attrs["first_line"] = 1 if columns else 2
+    df.attrs.update(first_line=1 if columns else 2, encoding=codec)
     return df

@@ -93,6 +93,9 @@ class EmbeddedBroker:
         self.proc = subprocess.Popen(
             [binary, "broker", "--listener-url", listener, "--advertised-listener-url", listener],
             stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            # its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) reaches the
+            # worker, which stops cleanly and then stops the broker, instead of killing the broker first
+            start_new_session=True,
             preexec_fn=functools.partial(die_with_parent, os.getpid()) if sys.platform.startswith("linux") else None)
         try:
             wait_for_port(self.host, self.port)

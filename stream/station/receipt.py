@@ -189,7 +189,7 @@ def found_in_ledger(ledger: Any, path: str, schema: Any, station: str | None, li
     found: list[int] = []
     batch: dict[str, tuple[str, int]] = {}  # fingerprint -> (content hash, number)
     k = 0
-    for line, raw in iter_rows(path):
+    for line, raw in iter_rows(path, encoding=schema.spec.input.encoding):
         while k < len(lines) and lines[k] < line:
             k += 1
         if k == len(lines):

@@ -144,9 +144,11 @@ def test_keys_cli_prints_the_public_key_and_fresh_secrets(tmp_path: Path, monkey
     from stream.config.settings import weak_key
 
     monkeypatch.setenv("ANONSTREAM_DATA_DIR", str(tmp_path))
+    assert main(["keys", "public"]) == 2  # no key yet: it says so, and never creates one that is not the service's
+    assert "no signing key" in capsys.readouterr().err and not (tmp_path / "signing.key").exists()
+    expected = load_private_key(None, tmp_path, production=False).public_key().public_bytes_raw().hex()  # the service's
     assert main(["keys", "public"]) == 0
     public = capsys.readouterr().out.strip()
-    expected = load_private_key(None, tmp_path, production=False).public_key().public_bytes_raw().hex()
     assert public == expected and len(public) == 64
     assert main(["keys", "generate"]) == 0
     secret = capsys.readouterr().out.strip()

@@ -12,6 +12,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from stream.console.kafka import _config
+from stream.ops.broker import EmbeddedBroker
 from stream.ops.kafka_clients import open_client
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,7 +31,7 @@ def test_a_client_that_cannot_bootstrap_stops_its_io_thread(cls: type) -> None:
     assert _io_threads(client_id) == []
 
 
-def test_a_client_that_starts_is_returned_whole(kafka) -> None:  # noqa: ANN001 (the broker fixture)
+def test_a_client_that_starts_is_returned_whole(kafka: EmbeddedBroker) -> None:
     admin = open_client(KafkaAdminClient, bootstrap_servers=kafka.bootstrap, client_id="starts-whole")
     try:
         assert isinstance(admin.list_topics(), list)
