@@ -94,11 +94,13 @@ def check_workers(adverts: list[Advert], topic: str, spec_name: str, spec_versio
     workers = live(adverts)
     for a in workers:
         if a.spec_version != spec_version:
+            same = (" (the same name: the spec files differ, or the worker and this machine run different "
+                    "anonstream versions)") if a.spec_name == spec_name else ""
             raise ParamsError(
                 f"the worker serving {topic} ({a.worker}) runs spec '{a.spec_name}' (version {a.spec_version[:12]}), "
-                f"not '{spec_name}' (version {spec_version[:12]}) that this file was checked against; nothing was "
-                "sent: push with the worker's spec (--spec), or to the feed that uses this one (--feed)",
-                reason="spec-mismatch")
+                f"not '{spec_name}' (version {spec_version[:12]}) that this file was checked against{same}; nothing "
+                "was sent: push with the worker's spec (--spec), to the feed that uses this one (--feed), or run the "
+                "worker with this spec", reason="spec-mismatch")
         if feed is not None and a.feed != feed:
             raise ParamsError(f"the worker serving {topic} ({a.worker}) runs feed '{a.feed}', not '{feed}'; nothing "
                               "was sent: check --feed and --topic", reason="feed-mismatch")

@@ -30,6 +30,8 @@ def test_a_live_worker_of_another_spec_or_feed_refuses_the_push() -> None:
     with pytest.raises(ParamsError, match=r"runs spec 'nypd' \(version bbbbbbbbbbbb\), not 'crime'") as exc:
         check_workers([_ad("w1", "b" * 64, name="nypd")], "t.reports", "crime", "a" * 64, None)
     assert exc.value.reason == "spec-mismatch" and "nothing was sent" in exc.value.message
+    with pytest.raises(ParamsError, match="the same name: the spec files differ"):
+        check_workers([_ad("w1", "b" * 64)], "t.reports", "crime", "a" * 64, None)
     with pytest.raises(ParamsError, match="runs feed 'arrests', not 'default'"):
         check_workers([_ad("w1", "a" * 64, feed="arrests")], "t.reports", "crime", "a" * 64, "default")
     # without --feed the feed name is not compared: the spec is what matters
