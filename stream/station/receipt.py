@@ -2,11 +2,13 @@
 
 ``push`` numbers the reports it sends (:mod:`stream.wire.receipts`); the worker answers on
 ``<topic>.receipts`` once each batch is in its ledger. :class:`ReceiptReader` starts reading that topic
-before the first report is sent (so no receipt is missed), keeps up while the file is sent, then
-waits until every report has a verdict: accepted (in the ledger: new, or a report it already held,
-which counts once), dead-lettered (by reason) or, when the wait ends first, not ingested. The wait
-ends when no new verdict has come for ``wait_s`` seconds, or when the broker has been unreachable for
-:data:`BROKER_GONE_S` seconds (a broker that died mid-push: what it had acknowledged may be lost).
+before the first report is sent (so no receipt is missed) and reads it in a thread of its own while
+the file is sent; then push waits until every report has a verdict: accepted (in the ledger: new, or a
+report it already held, which counts once), dead-lettered (by reason) or, when the wait ends first, not
+ingested. The wait ends when no new verdict has come for ``wait_s`` seconds, or when the broker has been
+unreachable for :data:`BROKER_GONE_S` seconds (a broker that died mid-push: what it had acknowledged
+may be lost, and the receipts push had not read yet). On the worker's machine
+:func:`found_in_ledger` then looks the unconfirmed reports up in the ledger.
 
 One byte per report in memory (5 MB for 5 million reports); the first verdict of a report counts (a
 batch the worker reads again after a crash gives a second receipt, calling it accepted again).
