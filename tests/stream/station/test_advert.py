@@ -11,6 +11,7 @@ from core.errors import ParamsError
 from stream.station.advert import Advert, check_workers, describe_none, live
 from stream.wire.receipts import ADVERT_TTL_S, advert
 
+
 def _ad(worker: str, version: str, age_s: float = 1.0, feed: str = "default", name: str = "crime") -> Advert:
     msg = advert(worker, feed, "t.reports", name, version, (datetime.now(UTC) - timedelta(seconds=age_s)).isoformat())
     parsed = Advert.parse(json.dumps(msg).encode())
