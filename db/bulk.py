@@ -16,7 +16,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, Table, any_, bindparam, select, text, update
+from sqlalchemy import String, Table, any_, bindparam, func, select, text, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
@@ -103,4 +103,19 @@ def values_present(session: Session, column: Any, values: list[str]) -> set[str]
     out: set[str] = set()
     for i in range(0, len(values), 500):
         out.update(session.execute(select(column).where(column.in_(values[i:i + 500]))).scalars())
+    return out
+
+
+def value_counts(session: Session, column: Any, values: list[str]) -> dict[str, int]:
+    """How many rows hold each of ``values`` in ``column`` (values held by none are left out)."""
+    if not values:
+        return {}
+    if use_fast_path(session):
+        stmt = (select(column, func.count()).where(column == any_(bindparam("vals", type_=ARRAY(String))))
+                .group_by(column))
+        return {v: int(n) for v, n in session.execute(stmt, {"vals": list(values)}).all()}
+    out: dict[str, int] = {}
+    for i in range(0, len(values), 500):
+        out.update({v: int(n) for v, n in session.execute(
+            select(column, func.count()).where(column.in_(values[i:i + 500])).group_by(column)).all()})
     return out

@@ -169,7 +169,7 @@ class PoolRepository:
             rows.append({"fingerprint": r.fingerprint, "person_fp": r.person_fp, "content_hash": r.content_hash,
                          "station_id": r.station_id, "window_key": r.window_key, "window_id": w.id,
                          "event_time": r.event_time, "received_at": now, "state": "pending", "data": r.data,
-                         "content_fp": r.content_fp})
+                         "content_fp": r.content_fp, "arrived_in": w.id})
         for r, _kind in dup_kind:
             router.tally_duplicate(r.window_key, r.event_time)
         for rej in rejections:  # dropped by on_missing = "drop": counted by the key's next manifest too

@@ -134,6 +134,9 @@ class PendingReport(Base):
     counted_in: Mapped[str | None] = mapped_column(String(64))
     """Set while pending: the release whose manifest counted this report as ``held_back`` (its next
     manifest counts it as ``carried_in``, so a sum over manifests counts every report once)."""
+    arrived_in: Mapped[str | None] = mapped_column(String(200), index=True)
+    """The window the report was ingested into (a later window adopting it leaves this alone): reports of
+    one station that arrived in one window are one export for the content guard's occurrence count."""
 
     __table_args__ = (Index("ix_pending_reports_key_state", "window_key", "state"),)
 

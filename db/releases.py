@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from db.bulk import bulk_insert, update_where_ids, values_present
+from db.bulk import bulk_insert, update_where_ids, value_counts, values_present
 from db.claims import ClaimRepository, LostClaim, adopt_carried, fence
 
 __all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "StoredRelease"]
@@ -45,6 +45,8 @@ class Candidate:
     data: dict[str, Any]
     content_fp: str | None = None
     counted_in: str | None = None  # the release whose manifest counted it as held back, if any
+    arrived_in: str | None = None  # the window it was ingested into (its export, for the content guard)
+    content_seen: int | None = None  # set by the linking guard: the ledger's count of its content when read
 
 
 @dataclass
@@ -77,7 +79,9 @@ class StoredRelease:
     fingerprints: list[tuple[str, str | None]] = field(default_factory=list)
     content_fps: list[str | None] = field(default_factory=list)  # aligned with ``fingerprints`` (or empty)
     blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)  # (station, guard rule) -> reports
-    unique_content: bool = False  # refuse the release if any of its content fingerprints was released meanwhile
+    content_seen: dict[str, int] | None = None
+    """Per content fingerprint of the release, how many reports with it the ledger held when the linking
+    guard read it; the store refuses the release if any of them grew meanwhile (None: no check)."""
 
 
 def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime,
@@ -106,7 +110,7 @@ class ReleaseRepository(ClaimRepository):
             adopt_carried(s, window.id, window.key)
             rows = s.execute(
                 select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
-                       p.counted_in)
+                       p.counted_in, p.arrived_in)
                 .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
         return [Candidate(*r) for r in rows]
 
@@ -125,6 +129,27 @@ class ReleaseRepository(ClaimRepository):
     def released_contents(self, content_fps: list[str]) -> set[str]:
         with self.db.read() as s:
             return values_present(s, ReleasedFingerprint.content_fp, content_fps)
+
+    def released_content_counts(self, content_fps: list[str]) -> dict[str, int]:
+        """How many released reports hold each content fingerprint (those released by none left out)."""
+        with self.db.read() as s:
+            return value_counts(s, ReleasedFingerprint.content_fp, content_fps)
+
+    def released_in_cohorts(self, arrived_in: list[str], content_fps: list[str]) -> dict[tuple[str, str, str], int]:
+        """Reports of the pool already released, per (window they arrived in, station, content fingerprint),
+        for the given windows and fingerprints: the released occurrences of each export's contents."""
+        if not arrived_in or not content_fps:
+            return {}
+        p = PendingReport
+        out: dict[tuple[str, str, str], int] = {}
+        with self.db.read() as s:
+            for i in range(0, len(content_fps), 500):
+                rows = s.execute(select(p.arrived_in, p.station_id, p.content_fp, func.count())
+                                 .where(p.arrived_in.in_(sorted(set(arrived_in))), p.state == "released",
+                                        p.content_fp.in_(content_fps[i:i + 500]))
+                                 .group_by(p.arrived_in, p.station_id, p.content_fp)).all()
+                out.update({(str(a), str(st), str(c)): int(n) for a, st, c, n in rows})
+        return out
 
     def released_reports(self, fingerprints: list[str]) -> set[str]:
         with self.db.read() as s:
@@ -173,11 +198,13 @@ class ReleaseRepository(ClaimRepository):
                 publish_count=0))
             s.execute(insert(ReleaseRecords).values(release_id=rel.id, columns=rel.columns, rows=rel.rows))
             contents = rel.content_fps or [None] * len(rel.fingerprints)
-            if rel.unique_content:  # re-release of released content is refused (docs/privacy.md, composition)
-                again = values_present(s, ReleasedFingerprint.content_fp, [c for c in contents if c])
-                if again:
-                    raise ReleaseConflict(f"{len(again)} report(s) whose content was released meanwhile "
-                                          "(a re-release is refused)")
+            if rel.content_seen is not None:  # a re-release of released content is refused (docs/privacy.md)
+                mine = sorted({c for c in contents if c})
+                now_counts = value_counts(s, ReleasedFingerprint.content_fp, mine)
+                grew = {c for c in mine if now_counts.get(c, 0) > rel.content_seen.get(c, 0)}
+                if grew:
+                    raise ReleaseConflict(f"{sum(c in grew for c in contents)} report(s) whose content was "
+                                          "released meanwhile (a re-release is refused)")
             bulk_insert(s, ReleasedFingerprint.__table__, [
                 {"fingerprint": fp, "release_id": rel.id, "person_fp": pfp, "content_fp": cfp, "released_at": now}
                 for (fp, pfp), cfp in zip(rel.fingerprints, contents, strict=True)])

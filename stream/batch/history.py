@@ -3,10 +3,14 @@
 A batch run given a ledger (a SQLite file, migrated automatically, or a migrated PostgreSQL URL)
 
 1. fingerprints every input row exactly as the stream does (keyed report, content and person
-   fingerprints, see :mod:`stream.wire.records`), so a report released by the stream is recognised in a
-   file and the other way round;
-2. excludes rows already released (and later copies of the same content within the file) under the
-   configured ``link_guard`` (default ``content``), counting them per rule;
+   fingerprints, see :mod:`stream.wire.records`; content over canonical values, so ``06/17/2020`` and
+   ``6/17/2020`` are one day), so a report released by the stream is recognised in a file and the other
+   way round;
+2. excludes rows already released under the configured ``link_guard`` (default ``content``), counting
+   them per rule: the same report id, or (``content``) an occurrence of a content beyond those the
+   ledger released (:func:`stream.worker.link_guard.occurrences_blocked`: rows of one station with the
+   same content, such as co-offenders, are its 1st, 2nd ... occurrence; a file sent again is excluded
+   whole, co-offenders are all released);
 3. after the release passed the verifier, records it in the ledger like a stream release (under a
    ``batch:<file name>`` window), with its released fingerprints, so the next run excludes them.
 
@@ -33,6 +37,7 @@ from db import Database, ReleaseConflict, ReleaseRepository, StoredRelease
 from db.models import Window
 from stream.config.settings import Settings
 from stream.intake.validate import Clean, ReportValidator, content_fields
+from stream.wire.manifest import BLOCK_RULES, blocked_reasons
 from stream.wire.records import (
     checksum_encoded,
     clean_json,
@@ -42,6 +47,7 @@ from stream.wire.records import (
     person_fingerprint,
     record_messages,
 )
+from stream.worker.link_guard import Occurrence, occurrences_blocked
 
 log = logging.getLogger(__name__)
 ACTOR = "batch-cli"
@@ -98,6 +104,8 @@ class BatchHistory:
     person: pd.Series
     excluded: list[Any] = field(default_factory=list)
     blocked_by: dict[tuple[str, str], int] = field(default_factory=dict)
+    content_seen: dict[str, int] | None = None  # the ledger's count per content when the guard read it
+    repeated: int = 0  # rows kept that repeat another kept row's content (co-offenders): released too
     stations: pd.Series | None = None
     db: Database | None = None
     settings: Settings | None = None
@@ -114,7 +122,11 @@ class BatchHistory:
 
 
 def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) -> BatchHistory:
-    """Keyed report / content / person fingerprints of every row, as the stream computes them."""
+    """Keyed report / content / person fingerprints of every row, as the stream computes them.
+
+    Rows that are not stream reports (no report id, station or time column, or not valid as one) are
+    fingerprinted by their content alone (canonical values); their report fingerprint numbers identical
+    rows as their 1st, 2nd ... occurrence, since in census-like data they are different people."""
     spec, key = schema.spec, settings.key_bytes()
     id_col, st_col, t_col = spec.id_column, spec.station_column, spec.time_column
     streamable = all(c is not None and c in frame.columns for c in (id_col, st_col, t_col))
@@ -131,11 +143,12 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
             sta.append(clean.station_id)
         else:  # no report id / station / time (or not valid as a stream report): content alone, and
             # identical rows (different people in e.g. census data) count as the 1st, 2nd ... occurrence
-            used = [(c, str(rec.get(c, "")).strip()) for c in (settings.content_columns or spec.used_columns())]
-            base = content_fingerprint(key, person, used)
-            seen[base] = seen.get(base, 0) + 1
-            cfp = content_fingerprint(key, [], [("content", base), ("occurrence", str(seen[base]))])
-            rep.append(fingerprint(key, "batch", cfp))
+            used = [(c, validator.canonical(c, "" if rec.get(c) is None else str(rec[c])))
+                    for c in (settings.content_columns or spec.used_columns())]
+            cfp = content_fingerprint(key, person, used)
+            seen[cfp] = seen.get(cfp, 0) + 1
+            rep.append(fingerprint(key, "batch", content_fingerprint(
+                key, [], [("content", cfp), ("occurrence", str(seen[cfp]))])))
             sta.append(str(rec.get(st_col) or "batch") if st_col else "batch")
         con.append(cfp)
         per.append(person_fingerprint(key, person) if persons else None)
@@ -145,29 +158,39 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
 
 
 def apply_guard(db: Database, hist: BatchHistory, guard: str) -> BatchHistory:
-    """Mark rows the guard excludes: report / content (also within the file) / person already released."""
+    """Mark rows the guard excludes: the same report (released, or earlier in the file), occurrences of
+    a content beyond those released (:func:`stream.worker.link_guard.occurrences_blocked`), a person
+    already released."""
     if guard == "off":
         return hist
+    assert hist.stations is not None
     repo = ReleaseRepository(db)
     seen = repo.released_reports(sorted(set(hist.report)))
-    contents = repo.released_contents(sorted(set(hist.content))) if guard in ("content", "person") else set()
+    content = guard in ("content", "person")
+    counts = repo.released_content_counts(sorted(set(hist.content))) if content else {}
     persons = (repo.released_persons(sorted({p for p in hist.person if p}))
                if guard == "person" else set())
-    reports_here: set[str] = set()
-    assert hist.stations is not None
+    first: dict[str, Any] = {}  # report fingerprint -> its first row (a later row is the same report again)
+    items, rows = [], []
+    for i in hist.report.index:
+        if first.setdefault(hist.report[i], i) == i:
+            items.append(Occurrence(str(hist.stations[i]), hist.content[i], hist.report[i], hist.report[i] in seen))
+            rows.append(i)
+    by_content = {rows[j] for j in occurrences_blocked(items, counts)} if content else set()
+    kept: dict[tuple[str, str], int] = {}
     for i in hist.report.index:
         fp, cfp, pfp = hist.report[i], hist.content[i], hist.person[i]
-        rule = ("report" if fp in seen or fp in reports_here else
-                "content" if guard != "report" and cfp in contents else
+        rule = ("report" if fp in seen or first[fp] != i else
+                "content" if i in by_content else
                 "person" if pfp is not None and pfp in persons else None)
+        station = str(hist.stations[i])
         if rule is None:
-            reports_here.add(fp)
-            if guard != "report":
-                contents.add(cfp)
+            kept[(station, cfp)] = kept.get((station, cfp), 0) + 1
             continue
         hist.excluded.append(i)
-        station = str(hist.stations[i])
         hist.blocked_by[(station, rule)] = hist.blocked_by.get((station, rule), 0) + 1
+    hist.repeated = sum(n - 1 for n in kept.values())
+    hist.content_seen = {c: counts.get(c, 0) for c in set(hist.content)} if content else None
     return hist
 
 
@@ -191,13 +214,14 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
     counts = {"received": len(hist.report), "released": len(released), "suppressed": len(release.suppressed),
               "held_back": 0, "blocked": n_blocked,
               **{f"blocked_{rule}": sum(n for (_, r), n in hist.blocked_by.items() if r == rule)
-                 for rule in ("report", "content", "person")}}
+                 for rule in BLOCK_RULES}}
     metrics = clean_json(release.metrics)
     loss = metrics.get("gcp", metrics.get("loss_metric"))
     stations = sorted({str(s) for s in hist.stations[released]})
     manifest = clean_json({"release_id": rid, "window": {"id": window_id, "key": f"batch:{name}"},
                            "stations": stations, "engine": release.engine, "params": release.params,
                            "k": int(report.k), "l": report.l_distinct, "metrics": metrics, "counts": counts,
+                           "blocked_reasons": blocked_reasons(counts),
                            "records": len(rows), "columns": columns, "checksum": checksum_encoded(encoded),
                            "source": "batch"})
     stored = StoredRelease(
@@ -208,7 +232,7 @@ def record_release(db: Database, rid: str, name: str, release: Any, report: Any,
         manifest=manifest, columns=columns, rows=clean_json(rows),
         fingerprints=[(str(hist.report[i]), hist.person[i]) for i in released],
         content_fps=[str(hist.content[i]) for i in released], blocked_by=dict(hist.blocked_by),
-        unique_content=hist.settings is not None and hist.settings.privacy.link_guard in ("content", "person"))
+        content_seen=hist.content_seen)
     repo = ReleaseRepository(db)
     try:
         with db.unit() as s:  # the release's window: a closed batch window (never picked up by a worker)

@@ -62,11 +62,18 @@ def history_before(args: argparse.Namespace, schema: Any, frame: pd.DataFrame) -
 
 def without_released(frame: pd.DataFrame, history: Any) -> pd.DataFrame:
     """The input minus the rows the ledger already released (an error if nothing is left)."""
-    if history is None or not history.excluded:
+    if history is None:
         return frame
+    if history.repeated:
+        print(f"ledger: {history.repeated} row(s) repeat the content of another row of their station (e.g. "
+              "co-offenders): each is its own occurrence and is released, not blocked", file=sys.stderr)
+    if not history.excluded:
+        return frame
+    from stream.wire.manifest import BLOCK_REASONS
+
     rest = frame.drop(index=history.excluded)
-    print(f"ledger: {len(history.excluded)} of {len(frame)} row(s) already released, excluded "
-          f"({', '.join(f'{r} {n}' for r, n in history.by_rule().items())})", file=sys.stderr)
+    print(f"ledger: {len(history.excluded)} of {len(frame)} row(s) already released, excluded: "
+          + "; ".join(f"{r} {n} ({BLOCK_REASONS[r]})" for r, n in history.by_rule().items()), file=sys.stderr)
     if rest.empty:
         raise InputDataError(f"every one of the {len(frame)} row(s) was already released "
                              f"(ledger {history.ledger_name()})", reason="already-released")
@@ -112,4 +119,8 @@ def record(args: argparse.Namespace, history: Any, release: Any, report: Any, pu
     record_release(history.db, rid, name, release, report, rows, cols, history, args.seed)
     history.db.dispose()
     print(f"ledger: release {rid} recorded ({release.released} report(s))", file=sys.stderr)
-    return {"release_id": rid, "excluded": len(history.excluded), "excluded_by_rule": history.by_rule()}
+    from stream.wire.manifest import BLOCK_REASONS
+
+    return {"release_id": rid, "excluded": len(history.excluded), "excluded_by_rule": history.by_rule(),
+            "excluded_why": {r: BLOCK_REASONS[r] for r in history.by_rule()},
+            "repeated_content_released": history.repeated}

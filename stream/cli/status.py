@@ -122,13 +122,18 @@ def _feed_status(h: dict[str, Any], feed: str, as_json: bool) -> int:
 
 
 def _linking_line(h: dict[str, Any]) -> str:
-    """Reports the linking guard blocked, per rule (report id, content fingerprint, person)."""
+    """Reports the linking guard blocked, per rule, with what each rule means (report id, content, person)."""
+    from stream.wire.manifest import BLOCK_REASONS
+
     by: dict[str, int] = {}
     for c in h.get("duplicates") or []:
         if c.get("kind") == "link-guard":
             by[c["reason"]] = by.get(c["reason"], 0) + int(c["count"])
-    text = ", ".join(f"{rule} {n}" for rule, n in sorted(by.items())) or "none"
-    return f"linking   blocked (already released): {text}"
+    if not by:
+        return ("linking   blocked: none (reports sharing their content in one export, such as co-offenders, "
+                "are released)")
+    text = "; ".join(f"{rule} {n} ({BLOCK_REASONS.get(rule, rule)})" for rule, n in sorted(by.items()))
+    return f"linking   blocked {sum(by.values())}, never released: {text}"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

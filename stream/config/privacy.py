@@ -28,7 +28,9 @@ class StreamPrivacy(PrivacyRequirement):
 
     link_guard: Literal["off", "report", "content", "person"] = Field(
         default="content", description="history rule: report (station + report id), content (also the keyed "
-        "content fingerprint, whatever station or report id a report arrives under), person (also any report "
-        "of an already released person); see docs/privacy.md")
+        "content fingerprint, whatever station or report id a report arrives under, counted in occurrences: "
+        "the n-th report with a content is blocked only once n were released, so co-offenders are all "
+        "released and a re-send is not), person (also any report of an already released person); see "
+        "docs/privacy.md")
     engine_params: dict[str, Any] = Field(default_factory=dict, description="the engine's own parameters (JSON "
                                           "table, see `anonstream engines`); they win over the fields above")

@@ -11,6 +11,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from stream.console.linking import blocked_text, linking_section
+
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
 header{background:#23395d;color:#fff;padding:.6em 1.2em;display:flex;gap:1.4em;align-items:baseline}
@@ -144,7 +146,9 @@ def release_page(d: dict[str, Any]) -> str:
                    ("engine", d["engine"]), ("params", d.get("params")), ("seed", d.get("seed")),
                    ("state", d["state"]), ("created", d["created_at"]), ("published", d["published_at"]),
                    ("received", d["received"]), ("released", d["released"]), ("suppressed", d["suppressed"]),
-                   ("held back (not sampled)", d["held_back"]), ("blocked (linking guard)", d["blocked"]),
+                   ("held back (not sampled)", d["held_back"]),
+                   ("blocked (linking guard)", blocked_text({**(d.get("manifest") or {}).get("counts", {}),
+                                                             "blocked": d["blocked"]})),
                    ("checksum", d.get("checksum"))])
     privacy = _kv([("k achieved", d["k"]), ("ℓ achieved (distinct)", d["l"]),
                    ("verifier", "passed" if ver.get("ok") else "FAILED"), ("entropy ℓ", ver.get("l_entropy")),
@@ -234,7 +238,7 @@ def health_page(h: dict[str, Any]) -> str:
             f'{_age(pool["oldest_pending_age_s"])}</p>'
             + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "duplicates",
                      "corrections replaced", "corrections not re-released", "releases", "control"], stations, "pool")
-            + f"<h2>Consumer lag</h2>{lag_html}"
+            + linking_section(h.get("duplicates") or []) + f"<h2>Consumer lag</h2>{lag_html}"
             + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s); '
             + f'<span class=bad>{dlq["by_reason"].get("report-id-reused", 0)}</span> report id(s) reused for '
             + f'another event; {dlq["by_reason"].get("unknown-station", 0)} from unregistered stations</p>'

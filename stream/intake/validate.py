@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from core.canonical import canonical_value
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from stream.intake.contract import RejectDetail, apply_missing, declared_dates, event_time, value_rejection
@@ -66,6 +67,7 @@ class Clean:
     data: dict[str, str]
     person: list[str]
     scope: str | None = None  # where the report id is unique: None = its station, "*" = department-wide
+    canonical: dict[str, str] = field(default_factory=dict)  # per used column: :func:`core.canonical.canonical_value`
 
 
 class ReportValidator:
@@ -87,6 +89,7 @@ class ReportValidator:
         self.sensitive = sens.name if sens else None
         self.severity = set(sens.severity) if sens and sens.severity and sens.default_severity is None else None
         self._cache: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self._canon: dict[tuple[str, str], str] = {}
 
     def parse(self, raw: bytes | str | dict[str, Any] | None) -> dict[str, Any] | Rejected:
         if isinstance(raw, dict):
@@ -123,6 +126,16 @@ class ReportValidator:
                 self._cache.clear()
             self._cache[key] = msg
         return self._cache[key]
+
+    def canonical(self, col: str, value: str) -> str:
+        """The canonical form of ``value`` in ``col`` (what content fingerprints hash; cached)."""
+        key = (col, value)
+        out = self._canon.get(key)
+        if out is None:
+            if len(self._canon) > 200_000:
+                self._canon.clear()
+            out = self._canon[key] = canonical_value(self.schema.hierarchies.get(col), value)
+        return out
 
     def screen(self, raw: bytes | str | dict[str, Any] | None, now: datetime | None = None) -> Clean | Rejected:
         """:meth:`check` that never raises: an unforeseen failure is ``internal-error`` (exception class)."""
@@ -179,7 +192,9 @@ class ReportValidator:
             return Rejected("unknown-offence", f"field '{self.sensitive}': value is not in the severity table",
                             station, RejectDetail(self.sensitive, data[self.sensitive]))
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
-        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person, "*" if self.global_ids else None)
+        canonical = {c: self.canonical(c, v) for c, v in data.items()}
+        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person, "*" if self.global_ids else None,
+                     canonical)
 
 
 def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
@@ -197,10 +212,13 @@ def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
 
 
 def content_fields(clean: Clean, columns: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """The (name, value) pairs of the content fingerprint: the event time plus ``columns`` of the
-    report's used columns (all of them, i.e. the QIs and the sensitive value, when empty)."""
+    """The (name, value) pairs of the content fingerprint: the parsed event time (UTC) plus ``columns``
+    of the report's used columns (all of them, i.e. the QIs and the sensitive value, when empty), each
+    in its canonical form (:func:`core.canonical.canonical_value`: a date as its day, a number as its
+    value, text trimmed and case-folded), never as the raw cell text."""
     names = [c for c in (columns or tuple(clean.data)) if c in clean.data]
-    return [("event_time", clean.event_time.isoformat()), *((c, clean.data[c]) for c in names)]
+    return [("event_time", clean.event_time.astimezone(UTC).isoformat()),
+            *((c, clean.canonical.get(c) or canonical_value(None, clean.data[c])) for c in names)]
 
 
 @dataclass

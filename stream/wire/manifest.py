@@ -17,6 +17,17 @@ from stream.wire.records import clean_json
 
 _MAX_DIAGNOSTIC_BYTES = 100_000
 BLOCK_RULES = ("report", "content", "person")
+BLOCK_REASONS = {  # what each linking-guard rule blocked and why: manifests, status, console, batch reports
+    "report": "the same report (station and report id) was already released",
+    "content": "same content as an already released report (a re-send); reports sharing their content "
+               "in one export, such as co-offenders, are each released once",
+    "person": "a report about a person already released",
+}
+
+
+def blocked_reasons(counts: dict[str, int]) -> dict[str, str]:
+    """:data:`BLOCK_REASONS` of the rules that blocked something in ``counts`` (``blocked_<rule>`` keys)."""
+    return {rule: BLOCK_REASONS[rule] for rule in BLOCK_RULES if counts.get(f"blocked_{rule}")}
 
 
 def public_diagnostics(diagnostics: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +75,7 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
         "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
         "sample_policy": settings.sample_policy, "link_guard": settings.privacy.link_guard,
         "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
+        "blocked_reasons": blocked_reasons(counts),
         "records": records, "columns": columns, "checksum": checksum,
         "diagnostics": public_diagnostics(release.diagnostics),
         "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares

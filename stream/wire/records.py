@@ -48,15 +48,16 @@ def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, s
 
     With person-level values (e.g. name, dob) present, the person plus the ``event_time`` field
     identify the incident, so a corrected QI or offence still matches; otherwise the given
-    ``fields`` (name, value) do. Values are whitespace-normalised and case-folded.
+    ``fields`` (name, value) do. ``fields`` hold canonical values (:func:`core.canonical.canonical_value`,
+    built by :func:`stream.intake.validate.content_fields`) and are hashed as given; person values are
+    whitespace-normalised and case-folded.
     """
     norm = [" ".join(str(v).split()).casefold() for v in person]
     if any(norm):
         when = dict(fields).get("event_time", "")
         text = "person-content\x1f" + "\x1f".join(norm) + "\x1e" + when
     else:
-        text = "content\x1f" + "\x1f".join(f"{n}\x1e{' '.join(str(v).split()).casefold()}"
-                                            for n, v in sorted(fields))
+        text = "content\x1f" + "\x1f".join(f"{n}\x1e{v}" for n, v in sorted(fields))
     return hmac.digest(key, text.encode(), "sha256").hex()
 
 

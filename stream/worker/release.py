@@ -49,7 +49,7 @@ from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.wire.signing import load_private_key, sign_manifest
 from stream.worker.faults import crash_at
-from stream.worker.link_guard import eligible
+from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
 from stream.worker.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
 
@@ -279,7 +279,7 @@ class Orchestrator:
             key_duplicates=key_dups, key_dropped=key_dropped,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
-            unique_content=self.settings.privacy.link_guard in ("content", "person"))
+            content_seen=seen_counts(sample))
         t3 = time.perf_counter()
         if not self.repo.store(stored, self.worker, now, self.settings.claim_lease_s):
             log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id)

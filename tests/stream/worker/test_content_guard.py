@@ -70,7 +70,8 @@ def test_rekeyed_copies_are_blocked_and_counted(pg, tmp_path, capsys, window_by)
     capsys.readouterr()
     assert main(["status", "--database", url]) == 0
     out = capsys.readouterr().out
-    assert "linking   blocked (already released): content 60" in out
+    assert "linking   blocked 60, never released: content 60 (same content as an already released report (a " \
+           "re-send)" in out
 
 
 def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -95,8 +96,9 @@ def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # ty
 
 
 def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A window that passed the guard before another window holding the same content was stored: its
-    store is refused (ReleaseConflict, so the orchestrator recomputes), and the recompute blocks the copies."""
+    """A window that passed the guard before another window holding the same content was stored (the
+    guard read a count of 0 for each content, the ledger now holds 1): its store is refused
+    (ReleaseConflict, so the orchestrator recomputes), and the recompute blocks the copies."""
     from db import ReleaseConflict, StoredRelease
 
     url = pg.create_database("refuse")
@@ -120,7 +122,7 @@ def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type
         counts={"received": 10, "released": 10, "suppressed": 0, "held_back": 0}, checksum="", manifest={},
         columns=[], rows=[], released_ids=[c.pool_id for c in early],
         fingerprints=[(c.fingerprint, c.person_fp) for c in early], content_fps=[c.content_fp for c in early],
-        unique_content=True)
+        content_seen={c.content_fp: 0 for c in early if c.content_fp})
     with pytest.raises(ReleaseConflict, match="content was released meanwhile"):
         orch.repo.store(late, "refuse-test", now)
     # recomputed: every copy is blocked, nothing is left to release; the window closes without a release
