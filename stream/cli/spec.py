@@ -10,19 +10,26 @@ SPEC_HELP = """\
 Write a spec for your own export, then check your data against it.
 
   anonstream spec draft arrests.csv --out arrests.toml     # review the comments, edit if needed
-  anonstream spec check arrests.csv --spec arrests.toml -k 5
+  anonstream spec check arrests.csv --spec arrests.toml -k 5 --engine cg-kanon
   anonstream anonymize arrests.csv --spec arrests.toml --engine cg-kanon -k 5 --out released.csv
 """
 
 DRAFT_HELP = """\
 Read a CSV, JSON-lines or Parquet sample and write a spec a person can review: direct identifiers
 (by name and by near-uniqueness), quasi-identifiers with their type and hierarchy (numbers ->
-nested bands from the range and quartiles, dates -> day -> month -> year with the file's date
-format, codes such as postcodes -> masking, categories -> a taxonomy when another column groups
-them, else rare values grouped, then *), the sensitive attribute with a severity table (derived
-from a felony/misdemeanour or Part 1/Part 2 column when there is one), and every other column as
-pass-through or dropped. Each choice carries a comment saying why; docs/spec.md lists the rules.
-The draft is usable as is: anonymize the same file with it, no edits needed.
+nested bands from the range and quartiles, dates and date-times -> day -> month -> year with a
+declared format that reads every value, US states -> Census division -> region, postal codes ->
+masking, precinct or beat numbers -> blocks of consecutive codes, categories -> a taxonomy when
+another column groups them, else rare values grouped, then *), the sensitive attribute found by
+name or by content (the offence, charge or outcome of the event) with a severity table (derived
+from a felony/misdemeanour or Part 1/Part 2 column when there is one, else a default ranking to
+review), the stream keys (never routing by a sensitive or outcome column), and every other column
+as pass-through or dropped. Each choice carries a comment saying why; docs/spec.md lists the rules.
+
+The draft is checked on the same rows before it is written, as `spec check` would check it; what
+the check refuses is repaired and listed at the top of the spec (or nothing is written: exit 2).
+So the draft is usable as is: anonymize the same file with it, no edits needed (the CG engines also
+need a sensitive attribute: the draft says when it found none).
 
 Example:
   anonstream spec draft ../shared/data/nypd-arrests-queens-2021/nypd_arrests_queens_2021.csv --out nypd.toml
@@ -33,11 +40,13 @@ Check a file against a spec before anything runs, with one summary table: per co
 values, values that do not parse (numbers, whole numbers, dates in the declared format, ambiguous
 dates), values outside the hierarchy and unknown offences (with examples); identifiers that would
 be released; and a feasibility estimate: rows the optimal engine suppresses at the requested k.
+With --engine, also what that engine needs of the spec and the spec lacks (cg-kanon and cg-diverse:
+a sensitive attribute with a severity table).
 
 Exit 0 when the data fits the spec, 1 when it does not, 2 on bad usage.
 
 Example:
-  anonstream spec check arrests.csv --spec nypd.toml -k 5 --max-suppression 0.05
+  anonstream spec check arrests.csv --spec nypd.toml -k 5 --max-suppression 0.05 --engine cg-kanon
 """
 
 
