@@ -56,6 +56,7 @@ class Draft:
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # id/time/station column -> (name, why)
     dates: dict[str, Any] = field(default_factory=dict)  # formats of date columns that are not date QIs
     notes: list[str] = field(default_factory=list)  # what the draft could not do, for the reviewer
+    class_column: str | None = None  # the felony/misdemeanour column severities come from (never released)
 
     def role(self, role: str) -> list[Column]:
         return [c for c in self.columns if c.role == role]
@@ -91,6 +92,7 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
 
     sens_is_class = sens is not None and is_class_column(profiles[sens])
     cls = class_column(profiles, set(roles)) if sens and not sens_is_class else None
+    draft.class_column = cls
     for c, p in profiles.items():
         if c in roles:
             continue
@@ -197,7 +199,7 @@ YES_NO = {"y", "n", "yes", "no", "true", "false", "0", "1", "t", "f"}
 def station_fit(col: Column, p: Profile, clean: pd.DataFrame, draft: Draft) -> bool:
     """A column may route windows (and be published as each release's ``station_id``) only if it is a
     place or unit, never the sensitive attribute, an outcome, or something that reveals either."""
-    if col.role in {"identifier", "sensitive", "passthrough"} or p.n_missing or p.distinct < 1:
+    if col.role in {"identifier", "sensitive", "passthrough"} or col.name == draft.class_column or p.n_missing:
         return False
     if re.search(OUTCOME_PATTERN, norm(col.name)) or re.search(OUTCOME_NAME, norm(col.name)):
         return False

@@ -66,8 +66,8 @@ def _repair(draft: Draft, report: CheckReport, frame: pd.DataFrame) -> bool:
     for issue in report.issues:
         col = cols.get(issue.column or "")
         if issue.kind == "key" and issue.column in draft.keys:
-            name = draft.keys.pop(issue.column)[0]
-            draft.notes.append(f"{issue.column} '{name}' left out: {issue.text}")
+            draft.keys.pop(issue.column)
+            draft.notes.append(f"{issue.column} left out ({issue.text})")
             repaired = True
         elif issue.kind == "column" and col is not None:
             cc = checks[col.name]
