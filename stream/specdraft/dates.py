@@ -3,11 +3,11 @@
 :func:`date_format_for` is the one place the choice is made. Each candidate is tried with the input
 contract's own parser (``core.contract.parse_dates``), the one ``spec check``, ``anonymize`` and the
 stream use, so a declared format never fails on the column's own values. Candidates go from the
-date families (``iso``, ``us``, ``day-first``) to explicit ``strptime`` patterns with a time part
-(``%m/%d/%Y %I:%M:%S %p``, ``%Y/%m/%d %H:%M:%S`` ...): the first that reads every value wins, so
-where the contract's families read a time part themselves the family name is declared, and an
-explicit pattern only where no family reads the layout. A column mixing layouts gets a list of
-formats when the contract reads lists, and is not a date otherwise (its note says why).
+date families (``iso``, ``us``, ``day-first``, which read an optional time of day: ``01/08/2020
+00:00``, ``02/13/2020 12:00:00 AM``, ``2021-01-08T10:00:00Z``) to explicit ``strptime`` patterns,
+with or without a time part (``%Y/%m/%d %H:%M:%S``, ``%d.%m.%Y`` ...): the first that reads every
+value wins, so a family name is declared wherever a family reads the layout, and an explicit pattern
+only where none does. A column mixing two layouts no single one reads gets both, as a list.
 """
 
 from __future__ import annotations
@@ -68,6 +68,27 @@ def reads(fmt: str | list[str], values: np.ndarray) -> bool:
     return bool(_read(fmt, values).all())
 
 
+def _order(layout: str) -> str:
+    """``mdy`` for a month-first layout, ``dmy`` for a day-first one, else ``""``."""
+    if layout == "us" or layout.startswith(("%m/%d", "%m-%d", "%m.%d")):
+        return "mdy"
+    if layout == "day-first" or layout.startswith(("%d/%m", "%d-%m", "%d.%m")):
+        return "dmy"
+    return ""
+
+
+def _declarable(fmt: tuple[str, ...]) -> bool:
+    """True if the spec accepts this list of layouts and it does not read days as months: a month-first
+    and a day-first layout together would refuse every later date whose day is 12 or less as ambiguous."""
+    if {"mdy", "dmy"} <= {_order(f) for f in fmt}:
+        return False
+    try:
+        contract.check_date_format(fmt)
+    except ValueError:
+        return False
+    return True
+
+
 def _probe(values: np.ndarray) -> np.ndarray:
     if len(values) <= PROBE:
         return values
@@ -75,12 +96,14 @@ def _probe(values: np.ndarray) -> np.ndarray:
 
 
 def _note(chosen: str, tried: list[str], probe: np.ndarray, uniq: np.ndarray) -> str:
-    """When a US format was chosen and a day-first one reads every value too, say so."""
-    if not (chosen == "us" or chosen.startswith("%m/%d/%Y")):
+    """When a layout with day and month swapped reads every value too, say which reading was assumed."""
+    order = _order(chosen)
+    if not order:
         return ""
-    swapped = [f for f in tried if f == "day-first" or f.startswith("%d/%m/%Y")]
+    swapped = [f for f in tried if _order(f) not in ("", order)]
     if any(reads(f, probe) and reads(f, uniq) for f in swapped):
-        return "every value fits both MM/DD/YYYY and DD/MM/YYYY; assumed US (MM/DD/YYYY): check"
+        assumed = "US (month first)" if order == "mdy" else "day first"
+        return f"every value fits both MM/DD and DD/MM; assumed {assumed}: check"
     return ""
 
 
@@ -106,7 +129,7 @@ def date_format_for(values: pd.Series) -> DateChoice:
     if not partial:
         return DateChoice(None)
     for pair in itertools.combinations(partial[:8], 2):
-        if reads(list(pair), probe) and reads(list(pair), uniq):
+        if _declarable(pair) and reads(list(pair), probe) and reads(list(pair), uniq):
             return DateChoice(list(pair), "mixes two layouts: both declared")
     shown = ", ".join(f"'{f}'" for f in partial[:3])
     return DateChoice(None, f"dates in several layouts ({shown} ...) that no single declared format reads")

@@ -2,11 +2,11 @@
 
 Stations' exports differ from the bundled NYPD file in layout, not in content: dates carry a time
 part (``01/08/2021 00:00``, ``02/13/2021 12:00:00 AM``, ``2021/01/01 00:47:36``, ISO
-``2021-01-08T10:00:00Z``) or mix two layouts, headers say nothing (``TYPE``, ``col_7``), an outcome
-flag or disposition sits beside the offence under a name like a station's, columns come in
-another order. :func:`nypd_variants` builds one export per such layout from the NYPD arrests;
-``spec draft`` must write a spec each of them fits (tests/stream/specdraft/test_fit.py,
-bench/spec_draft.py).
+``2021-01-08T10:00:00Z``) or mix layouts (one system's, or two merged systems'), headers say
+nothing (``TYPE``, ``col_7``), an outcome flag or disposition sits beside the offence under a name
+like a station's, columns come in another order. :func:`nypd_variants` builds one export per such
+layout from the NYPD arrests; ``spec draft`` must write a spec each of them fits
+(tests/stream/specdraft/test_fit.py, bench/spec_draft.py).
 """
 
 from __future__ import annotations
@@ -47,6 +47,16 @@ def mixed_times(frame: pd.DataFrame, seed: int = 0, column: str = DATE) -> pd.Da
     return frame.assign(**{column: text})
 
 
+def two_systems(frame: pd.DataFrame, seed: int = 0, column: str = DATE) -> pd.DataFrame:
+    """Two records systems' layouts in one file: ``2021/01/08 10:47:36`` and ``01/08/2021 10:47:36 AM``."""
+    rng = np.random.default_rng(seed)
+    when = pd.to_datetime(frame[column], format="%m/%d/%Y") + pd.to_timedelta(
+        rng.integers(0, 24 * 3600, len(frame)), unit="s")
+    first = rng.random(len(frame)) < 0.5
+    text = np.where(first, when.dt.strftime("%Y/%m/%d %H:%M:%S"), when.dt.strftime("%m/%d/%Y %I:%M:%S %p"))
+    return frame.assign(**{column: text})
+
+
 def with_outcomes(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     """A use-of-force flag and a disposition, named like a station's columns, placed first."""
     rng = np.random.default_rng(seed)
@@ -75,6 +85,7 @@ def outcome_only(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 VARIANTS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     **{f"times-{name}": (lambda f, lay=layout: with_times(f, lay)) for name, layout in TIME_LAYOUTS.items()},
     "times-mixed": mixed_times,
+    "times-two-systems": two_systems,
     "offence-blind": blind_headers,
     "outcome-station": with_outcomes,
     "outcome-only": outcome_only,

@@ -14,8 +14,11 @@ from stream.specdraft.dates import DATE_PARTS, TIME_PARTS, date_format_for
 
 
 @pytest.mark.parametrize(("values", "declared"), [
-    (["01/08/2020 00:00", "02/13/2020 00:00"], "%m/%d/%Y %H:%M"),
-    (["02/13/2020 12:00:00 AM", "03/01/2020 01:15:00 PM"], "%m/%d/%Y %I:%M:%S %p"),
+    (["01/08/2020 00:00", "02/13/2020 00:00"], "us"),  # the families read a time of day
+    (["02/13/2020 12:00:00 AM", "03/01/2020 01:15:00 PM"], "us"),
+    (["01/08/2020 00:00", "02/13/2020 12:00:00 AM"], "us"),  # one real export mixes these two
+    (["13/02/2020 23:59", "01/02/2020 1:05 PM"], "day-first"),
+    (["08.01.2020 10:00", "13.02.2020 23:00"], "%d.%m.%Y %H:%M"),
     (["2016/01/01 00:47:36", "2016/12/31 23:00:01"], "%Y/%m/%d %H:%M:%S"),
     (["2021-01-08T10:00:00Z", "2021-02-01T23:59:59Z"], "iso"),
     (["2021-01-08", "2021-02-01"], "iso"),
@@ -40,16 +43,20 @@ def test_year_first_slashes_with_a_time_are_never_declared_iso() -> None:
 def test_swappable_day_and_month_are_assumed_us_with_a_note() -> None:
     choice = date_format_for(pd.Series(["01/02/2020", "03/04/2020"]))
     assert choice.format == "us" and "assumed US" in choice.note
+    assert "MM/DD and DD/MM" in date_format_for(pd.Series(["01-02-2020", "03-04-2020"])).note
 
 
-def test_two_layouts_in_one_column_are_not_declared_when_no_one_format_reads_both() -> None:
-    values = pd.Series(["01/08/2020 00:00", "02/13/2020 12:00:00 AM"])
+def test_two_layouts_no_one_format_reads_are_declared_as_a_list() -> None:
+    values = pd.Series(["2016/01/01 00:47:36", "02/13/2020 12:00:00 AM"])
     choice = date_format_for(values)
-    if choice.format is None:  # the contract reads one format per column
-        assert "several layouts" in choice.note
-    else:  # the contract reads the families with a time part, or lists of layouts
-        _parsed, bad, ambiguous = contract.parse_dates(values, choice.format)
-        assert not bad.any() and not ambiguous.any()
+    assert choice.format == ["us", "%Y/%m/%d %H:%M:%S"]
+    _parsed, bad, ambiguous = contract.parse_dates(values, tuple(choice.format))
+    assert not bad.any() and not ambiguous.any()
+
+
+def test_month_first_and_day_first_in_one_column_are_not_declared() -> None:
+    choice = date_format_for(pd.Series(["13/02/2020", "02/13/2020"]))  # every later 01/02 would be ambiguous
+    assert choice.format is None and "several layouts" in choice.note
 
 
 @pytest.mark.parametrize("values", [["1", "2", "3"], ["PL 1200501", "PL 22"], ["ROBBERY", "RAPE"], ["12.5", "3"]])
