@@ -57,6 +57,7 @@ class Draft:
     dates: dict[str, Any] = field(default_factory=dict)  # formats of date columns that are not date QIs
     notes: list[str] = field(default_factory=list)  # what the draft could not do, for the reviewer
     class_column: str | None = None  # the felony/misdemeanour column severities come from (never released)
+    encoding: str | None = None  # the text encoding the file was read with (frame.attrs)
 
     def role(self, role: str) -> list[Column]:
         return [c for c in self.columns if c.role == role]
@@ -64,7 +65,7 @@ class Draft:
 
 def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
     profiles = profile(frame)
-    draft = Draft(name=name, rows=len(frame))
+    draft = Draft(name=name, rows=len(frame), encoding=frame.attrs.get("encoding"))
     clean = pd.DataFrame({c: _clean(frame[c], p) for c, p in profiles.items()})
     roles: dict[str, Column] = {}
 

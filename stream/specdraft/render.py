@@ -73,6 +73,9 @@ def render(d: Draft, source: str, sampled: bool) -> str:
     out.append(f"on_missing = {q(d.on_missing)}   # error | drop (rows dropped and counted) | leaf")
     if d.dates:
         out.append(f"dates = {value(d.dates)}   # dropped, but checked: a value that is not a date is refused")
+    if d.encoding and d.encoding.replace("-", "").replace("_", "").lower() not in {"utf8", "utf8sig", "ascii"}:
+        out += comment(f"The file was read as {d.encoding} (detected; every command detects it again). If this "
+                       f"records system always exports {d.encoding}, declare it: encoding = {q(d.encoding)}")
     out.append("")
     for c in d.role("qi"):
         assert c.qi is not None
