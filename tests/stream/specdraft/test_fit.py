@@ -175,3 +175,14 @@ def test_the_draft_reads_dates_with_a_time_part_and_its_check_passes(tmp_path: P
     date = next(q for q in data["qi"] if q["name"] == "incident_date")
     assert date["type"] == "date" and date["hierarchy"]["format"] == "iso"
     assert data["time_column"] == "incident_date" and data["sensitive"]["name"] == "offence"
+
+
+def test_a_windows_1252_export_is_drafted_and_checked_and_the_spec_says_how_it_was_read(tmp_path: Path) -> None:
+    frame = _reports()
+    frame.loc[frame["suburb"] == "Parow", "suburb"] = "Paarl-Estâte"  # one accented place name
+    src = tmp_path / "r.csv"
+    frame.to_csv(src, index=False, encoding="cp1252")
+    drafted, checked, err = draft_then_check(src)
+    assert (drafted, checked) == (0, 0), err
+    text = src.with_suffix(".toml").read_text(encoding="utf-8")
+    assert "The file was read as cp1252 (detected" in text and '"Paarl-Estâte"' in text
