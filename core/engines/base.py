@@ -102,6 +102,9 @@ class Engine(ABC, Generic[P]):
     models: ClassVar[tuple[str, ...]] = ("k", "l", "t", "max_risk", "avg_risk")
     """Privacy models the engine enforces; asking for another one raises ParamsError (see
     :func:`require_models`, also applied by ``registry.make_params``)."""
+    needs: ClassVar[tuple[str, ...]] = ()
+    """What the spec must give the engine besides quasi-identifiers: ``"sensitive"`` (a sensitive
+    attribute), ``"severity"`` (a severity table on it). ``spec check --engine`` reports what is missing."""
 
     @abstractmethod
     def anonymize(self, batch: EncodedBatch, params: P, rng: np.random.Generator,

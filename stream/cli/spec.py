@@ -10,19 +10,26 @@ SPEC_HELP = """\
 Write a spec for your own export, then check your data against it.
 
   anonstream spec draft arrests.csv --out arrests.toml     # review the comments, edit if needed
-  anonstream spec check arrests.csv --spec arrests.toml -k 5
+  anonstream spec check arrests.csv --spec arrests.toml -k 5 --engine cg-kanon
   anonstream anonymize arrests.csv --spec arrests.toml --engine cg-kanon -k 5 --out released.csv
 """
 
 DRAFT_HELP = """\
 Read a CSV, JSON-lines or Parquet sample and write a spec a person can review: direct identifiers
 (by name and by near-uniqueness), quasi-identifiers with their type and hierarchy (numbers ->
-nested bands from the range and quartiles, dates -> day -> month -> year with the file's date
-format, codes such as postcodes -> masking, categories -> a taxonomy when another column groups
-them, else rare values grouped, then *), the sensitive attribute with a severity table (derived
-from a felony/misdemeanour or Part 1/Part 2 column when there is one), and every other column as
-pass-through or dropped. Each choice carries a comment saying why; docs/spec.md lists the rules.
-The draft is usable as is: anonymize the same file with it, no edits needed.
+nested bands from the range and quartiles, dates and date-times -> day -> month -> year with a
+declared format that reads every value, US states -> Census division -> region, postal codes ->
+masking, precinct or beat numbers -> blocks of consecutive codes, categories -> a taxonomy when
+another column groups them, else rare values grouped, then *), the sensitive attribute found by
+name or by content (the offence, charge or outcome of the event) with a severity table (derived
+from a felony/misdemeanour or Part 1/Part 2 column when there is one, else a default ranking to
+review), the stream keys (never routing by a sensitive or outcome column), and every other column
+as pass-through or dropped. Each choice carries a comment saying why; docs/spec.md lists the rules.
+
+The draft is checked on the same rows before it is written, as `spec check` would check it; what
+the check refuses is repaired and listed at the top of the spec (or nothing is written: exit 2).
+So the draft is usable as is: anonymize the same file with it, no edits needed (the CG engines also
+need a sensitive attribute: the draft says when it found none).
 
 Example:
   anonstream spec draft ../shared/data/nypd-arrests-queens-2021/nypd_arrests_queens_2021.csv --out nypd.toml
@@ -33,12 +40,23 @@ Check a file against a spec before anything runs, with one summary table: per co
 values, values that do not parse (numbers, whole numbers, dates in the declared format, ambiguous
 dates), values outside the hierarchy and unknown offences (with examples); identifiers that would
 be released; and a feasibility estimate: rows the optimal engine suppresses at the requested k.
+With --engine, also what that engine needs of the spec and the spec lacks (cg-kanon and cg-diverse:
+a sensitive attribute with a severity table).
 
 Exit 0 when the data fits the spec, 1 when it does not, 2 on bad usage.
 
 Example:
-  anonstream spec check arrests.csv --spec nypd.toml -k 5 --max-suppression 0.05
+  anonstream spec check arrests.csv --spec nypd.toml -k 5 --max-suppression 0.05 --engine cg-kanon
 """
+
+
+def _check_defaults(args: argparse.Namespace) -> tuple[int, float]:
+    """k and the suppression limit of a check: the options, else the stream's defaults."""
+    from stream.config.privacy import StreamPrivacy
+
+    k = StreamPrivacy.default_of("k") if getattr(args, "k", None) is None else args.k
+    limit = getattr(args, "max_suppression", None)
+    return k, StreamPrivacy.default_of("max_suppression") if limit is None else limit
 
 
 def cmd_draft(args: argparse.Namespace) -> int:
@@ -46,10 +64,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
     from core.errors import SpecError
     from stream.cli._paths import check_paths
-    from stream.io.specs import load_spec_data
     from stream.io.tables import read_table
     from stream.specdraft.draft import make_draft
-    from stream.specdraft.render import render
+    from stream.specdraft.fit import fit
 
     check_paths((args.input,), {"--out": args.out})
     frame = read_table(args.input)
@@ -60,13 +77,18 @@ def cmd_draft(args: argparse.Namespace) -> int:
     draft = make_draft(frame.astype(object).where(frame.notna(), pd.NA), name, max_qi=args.max_qi)
     if not draft.role("qi"):
         raise SpecError("no quasi-identifier found by name or type; write the [[qi]] entries by hand (docs/spec.md)")
-    text = render(draft, Path(args.input).name, sampled)
+    k, max_suppression = _check_defaults(args)
+    text = fit(draft, frame, Path(args.input).name, sampled, k, max_suppression)  # spec check on the same rows
     if args.out:
         out = Path(args.out)
         out.write_text(text, encoding="utf-8")
-        load_spec_data(out)  # the draft must load as it is
         roles = {r: len(draft.role(r)) for r in ("identifier", "qi", "sensitive", "passthrough", "dropped")}
-        print(f"spec draft: wrote {out}: " + ", ".join(f"{n} {r}" for r, n in roles.items()))
+        print(f"spec draft: wrote {out}: " + ", ".join(f"{n} {r}" for r, n in roles.items())
+              + f"; spec check on the {len(frame)} drafted rows: fits"
+              + (f" after {len(draft.notes)} change(s) listed at the top" if draft.notes else ""))
+        if not draft.role("sensitive"):
+            print("spec draft: no sensitive attribute found: cg-kanon and cg-diverse need one "
+                  "(see the spec's comments)")
     else:
         sys.stdout.write(text)
     return 0
@@ -78,16 +100,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     from stream.io.tables import read_table
     from stream.specdraft.check import check_frame
 
+    if args.engine is not None:
+        from core.engines.registry import get_engine
+
+        get_engine(args.engine)  # an unknown engine is bad usage, before any work
     schema = load_schema(args.spec)
     fmt = schema.spec.input
     check_paths((args.input,), encoding=fmt.encoding)
     frame = read_table(args.input, fmt.separator, fmt.columns, fmt.encoding)
-    from stream.config.privacy import StreamPrivacy
-
-    k = StreamPrivacy.default_of("k") if args.k is None else args.k  # the stream's defaults
-    max_suppression = StreamPrivacy.default_of("max_suppression") if args.max_suppression is None \
-        else args.max_suppression
-    report = check_frame(frame, schema, k, max_suppression)
+    k, max_suppression = _check_defaults(args)  # the stream's defaults
+    report = check_frame(frame, schema, k, max_suppression, args.engine)
     head = (f"{'column':<24} {'role':<11} {'type':<11} {'missing':>8} {'unparseable':>11} {'outside':>8}  "
             "examples / note")
     print(head)
@@ -129,5 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("-k", type=int, default=None, help="k for the feasibility estimate (default: the stream's, 5)")
     c.add_argument("--max-suppression", type=float, default=None,
                    help="suppression limit for the feasibility estimate (default: the stream's, 0.05)")
+    c.add_argument("--engine", default=None,
+                   help="also check what this engine needs of the spec (cg-kanon, cg-diverse: a severity table)")
     c.set_defaults(func=cmd_check)
     s.set_defaults(func=lambda args: (s.print_help(), 2)[1])

@@ -38,31 +38,50 @@ class ColumnCheck:
     problem: bool = False
 
 
+@dataclass(frozen=True)
+class Issue:
+    """One reason the data does not fit: ``kind`` is absent | column | key | rows | feasibility | engine;
+    ``column`` the column (or stream key) concerned, if any."""
+
+    kind: str
+    text: str
+    column: str | None = None
+
+
 @dataclass
 class CheckReport:
     rows: int
     columns: list[ColumnCheck] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
     bad_rows: int = 0
     dropped_missing: int = 0
     feasibility: str = ""
 
+    def add(self, kind: str, text: str, column: str | None = None) -> None:
+        self.issues.append(Issue(kind, text, column))
+
+    @property
+    def problems(self) -> list[str]:
+        return [i.text for i in self.issues]
+
     @property
     def fits(self) -> bool:
-        return not self.problems
+        return not self.issues
 
 
 def _examples(values: pd.Series, mask: np.ndarray, limit: int = 3) -> list[str]:
     return [repr(v) for v in pd.unique(values[mask].astype(str))[:limit]]
 
 
-def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: float) -> CheckReport:
+def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: float,
+                engine: str | None = None) -> CheckReport:
+    """How ``frame`` fits the spec; with ``engine``, also what that engine needs of the spec."""
     spec = schema.spec
     fmt = spec.input
     report = CheckReport(rows=len(frame))
     absent = [c for c in spec.used_columns() if c not in frame.columns]
     if absent:
-        report.problems.append(f"column(s) named in the spec are not in the file: {', '.join(absent)}")
+        report.add("absent", f"column(s) named in the spec are not in the file: {', '.join(absent)}")
         return report
     applied = frame.copy()  # the rows as the contract reads them (missing values as their leaf)
     bad = np.zeros(len(frame), dtype=bool)
@@ -114,8 +133,11 @@ def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: fl
         report.columns.append(cc)
     for cc in report.columns:
         if cc.problem:
-            report.problems.append(f"{cc.name}: " + (cc.note or f"{cc.unparseable} unparseable, {cc.outside} outside"))
+            report.add("column", f"{cc.name}: " + (cc.note or f"{cc.unparseable} unparseable, {cc.outside} outside"),
+                       cc.name)
     _keys(frame, spec, report)
+    if engine is not None:
+        _engine_needs(engine, spec, report)
     report.bad_rows = int(bad.sum())
     keep = ~bad
     if policy == "drop":
@@ -131,17 +153,32 @@ def _keys(frame: pd.DataFrame, spec: DatasetSpec, report: CheckReport) -> None:
     for key in ("id_column", "time_column", "station_column"):
         col = getattr(spec, key)
         if col is not None and col not in frame.columns:
-            report.problems.append(f"{key} '{col}' is not a column of the file")
+            report.add("key", f"{key} '{col}' is not a column of the file", key)
     idc = spec.id_column
     if idc in frame.columns:
         dup = int(frame[idc].duplicated().sum())
         if dup:
-            report.problems.append(f"id_column '{idc}': {dup} repeated report id(s)")
+            report.add("key", f"id_column '{idc}': {dup} repeated report id(s)", "id_column")
+
+
+def _engine_needs(engine: str, spec: DatasetSpec, report: CheckReport) -> None:
+    """What the engine needs of the spec (``Engine.needs``) and the spec lacks."""
+    from core.engines.registry import get_engine
+
+    needs = get_engine(engine).needs
+    sens = spec.sensitive
+    if "sensitive" in needs and sens is None:
+        report.add("engine", f"--engine {engine} needs a sensitive attribute with a severity table: add a "
+                             f"[sensitive] section naming the offence column and a [sensitive.severity] table "
+                             f"(docs/spec.md)")
+    elif "severity" in needs and sens is not None and sens.severity is None and sens.default_severity is None:
+        report.add("engine", f"--engine {engine} needs a severity table for sensitive attribute '{sens.name}': "
+                             f"add [sensitive.severity] (or default_severity) to the spec (docs/spec.md)", sens.name)
 
 
 def _feasibility(rows: pd.DataFrame, schema: Schema, k: int, max_suppression: float, report: CheckReport) -> str:
     if rows.empty:
-        report.problems.append("no row fits the spec")
+        report.add("rows", "no row fits the spec")
         return "no rows to anonymize"
     from core.encoding import encode
     from core.engines.registry import get_engine, make_params
@@ -154,7 +191,7 @@ def _feasibility(rows: pd.DataFrame, schema: Schema, k: int, max_suppression: fl
         params = make_params(engine, {"k": k, "max_suppression": max_suppression})
         release = engine.anonymize(batch, params, np.random.default_rng(0))
     except AnonymizationError as exc:
-        report.problems.append(f"feasibility: {exc.message}")
+        report.add("feasibility", f"feasibility: {exc.message}")
         return f"not feasible: {exc.message}"
     levels = release.diagnostics.get("levels")
     return (f"{len(rows)} usable rows; {small} are in classes smaller than k={k} without generalization; "

@@ -10,12 +10,9 @@ import pandas as pd
 
 from stream.specdraft.hierarchies import MISSING_LABEL, hierarchy_for, with_missing_leaf
 from stream.specdraft.profile import (
-    CLASS_PATTERN,
-    CLASS_SEVERITY,
     IDENTIFIER_PATTERNS,
     OUTCOME_PATTERN,
     QI_PATTERNS,
-    SENSITIVE_PATTERNS,
     STATION_PATTERN,
     TIME_PATTERN,
     Profile,
@@ -23,6 +20,16 @@ from stream.specdraft.profile import (
     match,
     norm,
     profile,
+)
+from stream.specdraft.sensitive import (
+    OFFENCE_WORDS,
+    OUTCOME_NAME,
+    OUTCOME_WORDS,
+    class_column,
+    is_class_column,
+    pick_sensitive,
+    severity_table,
+    word_share,
 )
 
 
@@ -47,7 +54,10 @@ class Draft:
     on_missing: str = "error"
     missing_why: str = ""
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # id/time/station column -> (name, why)
-    dates: dict[str, str] = field(default_factory=dict)  # formats of date columns that are not date QIs
+    dates: dict[str, Any] = field(default_factory=dict)  # formats of date columns that are not date QIs
+    notes: list[str] = field(default_factory=list)  # what the draft could not do, for the reviewer
+    class_column: str | None = None  # the felony/misdemeanour column severities come from (never released)
+    encoding: str | None = None  # the text encoding the file was read with (frame.attrs)
 
     def role(self, role: str) -> list[Column]:
         return [c for c in self.columns if c.role == role]
@@ -55,7 +65,7 @@ class Draft:
 
 def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
     profiles = profile(frame)
-    draft = Draft(name=name, rows=len(frame))
+    draft = Draft(name=name, rows=len(frame), encoding=frame.attrs.get("encoding"))
     clean = pd.DataFrame({c: _clean(frame[c], p) for c, p in profiles.items()})
     roles: dict[str, Column] = {}
 
@@ -63,13 +73,16 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
         hit = match(c, IDENTIFIER_PATTERNS)
         if hit:
             roles[c] = Column(c, "identifier", f"looks like {hit[1]} (name)")
+        elif p.kind == "text" and p.date_note:
+            roles[c] = Column(c, "dropped", f"{p.date_note}: not released; declare its formats by hand to use it")
         elif p.kind != "date" and p.distinct >= 20 and p.distinct_ratio >= 0.9 and not match(c, QI_PATTERNS):
             roles[c] = Column(c, "identifier", f"near-unique: {p.distinct} distinct values in {len(p.values)} rows "
                                                f"would single people out")
 
-    sens = _pick_sensitive(profiles, roles)
-    if sens:
-        roles[sens] = Column(sens, "sensitive", "offence/charge or other sensitive outcome (name)")
+    pick = pick_sensitive(profiles, set(roles))
+    sens = pick.column if pick else None
+    if pick:
+        roles[pick.column] = Column(pick.column, "sensitive", pick.why)
 
     qis = _pick_qis(profiles, roles, max_qi, clean)
     for c, why in qis:
@@ -78,7 +91,9 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
     for c, _ in qis:
         roles[c].qi, roles[c].how = hierarchy_for(clean, profiles[c], group_cols)
 
-    cls = _class_column(profiles, roles, sens, clean)
+    sens_is_class = sens is not None and is_class_column(profiles[sens])
+    cls = class_column(profiles, set(roles)) if sens and not sens_is_class else None
+    draft.class_column = cls
     for c, p in profiles.items():
         if c in roles:
             continue
@@ -86,9 +101,10 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
     draft.columns = [roles[c] for c in frame.columns]
 
     if sens:
-        _severity(draft, clean, sens, cls)
+        sev = severity_table(clean, sens, cls, sens_is_class)
+        draft.severity, draft.severity_note, draft.severity_how = sev.table, sev.notes, sev.how
     _missing(draft, profiles)
-    _stream_keys(draft, profiles)
+    _stream_keys(draft, profiles, clean)
     draft.dates = {c.name: profiles[c.name].date_format for c in draft.role("identifier")
                    if profiles[c.name].kind == "date" and profiles[c.name].date_format}
     return draft
@@ -97,14 +113,6 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8) -> Draft:
 def _clean(col: pd.Series, p: Profile) -> pd.Series:
     text = col.astype("string").str.strip()
     return text.mask(text.isin(list(p.tokens) + [""]) | col.isna()).astype(object)
-
-
-def _pick_sensitive(profiles: dict[str, Profile], roles: dict[str, Column]) -> str | None:
-    for pat in SENSITIVE_PATTERNS:
-        found = [c for c, p in profiles.items() if c not in roles and p.kind == "text" and re.search(pat, norm(c))]
-        if found:  # prefer a description over a code: the most distinct values, then the longest labels
-            return max(found, key=lambda c: (profiles[c].values.str.len().mean() > 4, profiles[c].distinct))
-    return None
 
 
 def _pick_qis(profiles: dict[str, Profile], roles: dict[str, Column], max_qi: int,
@@ -129,18 +137,6 @@ def _pick_qis(profiles: dict[str, Profile], roles: dict[str, Column], max_qi: in
     return chosen
 
 
-def _class_column(profiles: dict[str, Profile], roles: dict[str, Column], sens: str | None,
-                  clean: pd.DataFrame) -> str | None:
-    if not sens:
-        return None
-    for c, p in profiles.items():
-        if c in roles or not re.search(CLASS_PATTERN, norm(c)):
-            continue
-        if set(p.values.str.upper().unique()) <= set(CLASS_SEVERITY):
-            return c
-    return None
-
-
 def _other(c: str, p: Profile, clean: pd.DataFrame, sens: str | None, cls: str | None, qis: list[str]) -> Column:
     if p.distinct <= 1:
         return Column(c, "dropped", "constant: tells an analyst nothing")
@@ -157,24 +153,6 @@ def _other(c: str, p: Profile, clean: pd.DataFrame, sens: str | None, cls: str |
         return Column(c, "passthrough", f"an outcome with {p.distinct} values: released unchanged")
     return Column(c, "dropped", "not a recognised quasi-identifier or outcome: not released "
                                 "(add it to qi or passthrough if analysts need it)")
-
-
-def _severity(draft: Draft, clean: pd.DataFrame, sens: str, cls: str | None) -> None:
-    values = sorted(clean[sens].dropna().astype(str).unique())
-    if cls is None:
-        draft.severity = {v: 1 for v in values}
-        draft.severity_how = ("skeleton: every value 1 (k_min = k); set guideline-sentence severities "
-                              "(years) so grave offences get larger classes")
-        return
-    graves = clean[[sens, cls]].dropna()
-    graves = graves.assign(s=graves[cls].str.upper().map(CLASS_SEVERITY))
-    worst = graves.groupby(sens)["s"].max()
-    seen = graves.groupby(sens)[cls].agg(lambda s: "/".join(sorted(set(s))))
-    for v in values:
-        draft.severity[v] = int(worst.get(v, 1))
-        draft.severity_note[v] = f"{cls} = {seen.get(v, '?')}"
-    draft.severity_how = (f"derived from '{cls}': the gravest class seen for the offence (felony / Part 1 = 5, "
-                          f"misdemeanour / Part 2 = 3, violation or infraction = 1)")
 
 
 def _missing(draft: Draft, profiles: dict[str, Profile]) -> None:
@@ -200,7 +178,7 @@ def _missing(draft: Draft, profiles: dict[str, Profile]) -> None:
             draft.severity_note[MISSING_LABEL] = "missing in the file"
 
 
-def _stream_keys(draft: Draft, profiles: dict[str, Profile]) -> None:
+def _stream_keys(draft: Draft, profiles: dict[str, Profile], clean: pd.DataFrame) -> None:
     ids = [c.name for c in draft.role("identifier")
            if profiles[c.name].n_missing == 0 and profiles[c.name].distinct == draft.rows
            and re.search(r"id|key|no|num|number", norm(c.name)) and not re.search(STATION_PATTERN, norm(c.name))]
@@ -209,6 +187,28 @@ def _stream_keys(draft: Draft, profiles: dict[str, Profile]) -> None:
     dates = [c.name for c in draft.role("qi") if c.qi and c.qi["type"] == "date"]
     if dates:
         draft.keys["time_column"] = (dates[0], "the event date picks the report's window")
-    stations = [c for c in profiles if re.search(STATION_PATTERN, norm(c)) and profiles[c].n_missing == 0]
-    if stations:
-        draft.keys["station_column"] = (stations[0], "routes each report to its station")
+    stations = [c for c in draft.columns if re.search(STATION_PATTERN, norm(c.name))
+                and station_fit(c, profiles[c.name], clean, draft)]
+    if stations:  # a station or precinct first, then an agency / office; a place the spec generalizes first
+        best = min(stations, key=lambda c: (not re.search(r"station|precinct", norm(c.name)), c.role != "qi"))
+        draft.keys["station_column"] = (best.name, "routes each report to its station; published as station_id")
+
+
+YES_NO = {"y", "n", "yes", "no", "true", "false", "0", "1", "t", "f"}
+
+
+def station_fit(col: Column, p: Profile, clean: pd.DataFrame, draft: Draft) -> bool:
+    """A column may route windows (and be published as each release's ``station_id``) only if it is a
+    place or unit, never the sensitive attribute, an outcome, or something that reveals either."""
+    if col.role in {"identifier", "sensitive", "passthrough"} or col.name == draft.class_column or p.n_missing:
+        return False
+    if re.search(OUTCOME_PATTERN, norm(col.name)) or re.search(OUTCOME_NAME, norm(col.name)):
+        return False
+    if p.kind == "date" or (p.distinct_ratio > 0.5 and p.distinct > 50):
+        return False
+    if set(p.values.str.lower().unique()) <= YES_NO:  # a flag (force used: Y/N) is an outcome, not a unit
+        return False
+    if p.kind == "text" and max(word_share(p, OFFENCE_WORDS), word_share(p, OUTCOME_WORDS)) >= 0.2:
+        return False
+    sens = draft.role("sensitive")
+    return not (sens and p.distinct > 1 and functional(clean, col.name, sens[0].name))

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from stream.specdraft.geo import state_rows
 from stream.specdraft.profile import QI_PATTERNS, Profile, functional, match, norm
 
 MISSING_LABEL = "(missing)"
@@ -85,7 +86,8 @@ def block_rows(p: Profile) -> tuple[list[list[str]], str] | None:
         block = uniq[i:i + size]
         label = f"{block[0]}-{block[-1]}" if len(block) > 1 else block[0]
         rows += [[v, label, "*"] for v in block]
-    return rows, f"numeric codes without a grouping column: blocks of {size} consecutive codes, then *"
+    return rows, (f"numeric codes without a grouping column: blocks of {size} consecutive codes, then * "
+                  f"(a code's digits are not masked: a precinct or beat number is not a postcode)")
 
 
 def frequency_rows(p: Profile) -> tuple[list[list[str]], str]:
@@ -111,15 +113,35 @@ def with_missing_leaf(qi: dict[str, Any]) -> None:
         h["rows"].append([MISSING_LABEL] * (width - 1) + ["*"])
 
 
+STATE_NAME = re.compile(r"state|(^|_)st($|_)|fips")
+POSTCODE_NAME = re.compile(r"zip|post_?code|postal|geoid")
+
+
+def mask_width(p: Profile) -> int | None:
+    """The mask for a postal code whose digits nest geographically (ZIP, postcode, GEOID): every
+    value the same length, at least 3 characters, letters and digits only; None otherwise."""
+    if not POSTCODE_NAME.search(norm(p.name)) or p.values.empty:
+        return None
+    lengths = p.values.str.len()
+    if lengths.nunique() != 1 or int(lengths.iloc[0]) < 3 or not p.values.str.fullmatch(r"[0-9A-Za-z]+").all():
+        return None
+    return int(lengths.iloc[0])
+
+
 def hierarchy_for(clean: pd.DataFrame, p: Profile, group_cols: list[str]) -> tuple[dict[str, Any], str]:
+    """A quasi-identifier's type and hierarchy, and why (docs/spec.md, rule 7)."""
     if p.kind == "date":
         h: dict[str, Any] = {"levels": ["day", "month", "year"], "format": p.date_format}
-        return {"type": "date", "hierarchy": h}, (p.date_note or f"dates parse as '{p.date_format}'") + \
+        return {"type": "date", "hierarchy": h}, (p.date_note or f"dates parse as {p.date_format!r}") + \
             ": day -> month -> year -> *"
-    if match(p.name, QI_PATTERNS[3:4]):
-        width = int(p.values.str.len().max())
+    states = state_rows(p.values) if STATE_NAME.search(norm(p.name)) else None
+    if states is not None:
+        return ({"type": "categorical", "hierarchy": {"rows": states}},
+                "US states: state -> Census division -> Census region -> * (codes are not geography in their digits)")
+    width = mask_width(p)
+    if width is not None:
         return ({"type": "masked", "hierarchy": {"mask": width}},
-                f"a code: masked from the right one character per level ({width} levels)")
+                f"a postal code of {width} characters: masked from the right one character per level")
     if p.kind == "numeric" and not match(p.name, QI_PATTERNS[1:5]):  # sex, race, codes, areas: not quantities
         h, how = interval_hierarchy(p)
         return {"type": "numeric", "hierarchy": h}, how

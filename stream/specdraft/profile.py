@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from core import contract
+from stream.specdraft.dates import date_format_for
 
 # Cells that mean "missing" in exports we have seen; only the ones present in a file are declared.
 MISSING_TOKENS = ("?", "NA", "N/A", "n/a", "null", "NULL", "None", "(null)", "nan", "NaN")
@@ -40,7 +41,8 @@ QI_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"race|ethnic|descent", "race or ethnicity"),
     (r"zip|post_?code|postal|(^|_)tract|census|fips|geoid", "postal or census code"),
     (r"suburb|neighbo|district|precinct|borough|(^|_)area($|_)|zone|(^|_)ward($|_)|(^|_)beat($|_)|sector|region|"
-     r"county|city|town|municipal|(^|_)state($|_)|province|division", "area of residence or incident"),
+     r"county|city|town|municipal|(^|_)state($|_)|statefips?|state_?fips?|province|division",
+     "area of residence or incident"),
     (r"marital|married|spouse", "marital status"),
     (r"educat|school|degree", "education"),
     (r"country|nationality|native|citizen|birthplace", "origin"),
@@ -49,24 +51,9 @@ QI_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"reporter|victim_?type", "who reported"),
 )
 
-SENSITIVE_PATTERNS: tuple[str, ...] = (
-    r"offen[cs]e|(^|_)ofns|charge|crime|allegation|violation_?desc",
-    r"diagnos|disease|condition|salary|income|wage",
-)
-
-# A column saying how grave an offence is: felony/misdemeanour class or UCR Part 1/Part 2.
-CLASS_PATTERN = r"law_?cat|(^|_)class($|_)|category|felony|misdemean|part_?[12]|ucr|severity|grade"
-CLASS_SEVERITY = {"F": 5, "FELONY": 5, "M": 3, "MISDEMEANOR": 3, "MISDEMEANOUR": 3, "V": 1, "VIOLATION": 1,
-                  "I": 1, "INFRACTION": 1, "1": 5, "PART 1": 5, "PART I": 5, "2": 3, "PART 2": 3, "PART II": 3}
-
 STATION_PATTERN = r"station|precinct|agency|(^|_)office($|_)|department|(^|_)force($|_)"
 TIME_PATTERN = r"date|time|when|occurred|reported"
-OUTCOME_PATTERN = r"outcome|status|result|disposition|(^|_)label($|_)|target"
-
-DATE_CANDIDATES: tuple[tuple[str, str], ...] = (
-    ("iso", "ISO8601"), ("us", "%m/%d/%Y"), ("day-first", "%d/%m/%Y"), ("%d.%m.%Y", "%d.%m.%Y"),
-    ("%Y/%m/%d", "%Y/%m/%d"), ("%d-%m-%Y", "%d-%m-%Y"), ("%m-%d-%Y", "%m-%d-%Y"),
-)
+OUTCOME_PATTERN = r"outcome|status|result|disposition|verdict|finding|clearance|(^|_)label($|_)|target"
 
 
 def norm(name: str) -> str:
@@ -92,7 +79,7 @@ class Profile:
     n_missing: int
     kind: str  # "numeric" | "date" | "text"
     integer: bool = False
-    date_format: str | None = None
+    date_format: str | list[str] | None = None  # stream/specdraft/dates.py decides it
     date_note: str = ""
     tokens: set[str] = field(default_factory=set)
 
@@ -103,24 +90,6 @@ class Profile:
     @property
     def distinct_ratio(self) -> float:
         return self.distinct / max(len(self.values), 1)
-
-
-def detect_date_format(values: pd.Series) -> tuple[str | None, str]:
-    """The declared format that parses every value, and a note when day and month could be swapped."""
-    if values.empty or not values.str.contains(r"\d", regex=True).all():
-        return None, ""
-    if values.str.fullmatch(r"[+-]?\d+(\.\d+)?").all():
-        return None, ""  # plain numbers are never dates
-    fits = []
-    for name, pattern in DATE_CANDIDATES:
-        parsed = pd.to_datetime(values, format=pattern, errors="coerce", utc=True)
-        if parsed.notna().all():
-            fits.append(name)
-    if not fits:
-        return None, ""
-    if "us" in fits and "day-first" in fits:
-        return "us", "every value fits both MM/DD/YYYY and DD/MM/YYYY; assumed US (MM/DD/YYYY): check"
-    return fits[0], ""
 
 
 def profile(frame: pd.DataFrame) -> dict[str, Profile]:
@@ -137,9 +106,10 @@ def profile(frame: pd.DataFrame) -> dict[str, Profile]:
             p.kind = "numeric"
             p.integer = bool((np.floor(num) == num).all())
         else:
-            fmt, note = detect_date_format(values)
-            if fmt is not None:
-                p.kind, p.date_format, p.date_note = "date", fmt, note
+            choice = date_format_for(values)
+            p.date_note = choice.note
+            if choice.format is not None:
+                p.kind, p.date_format = "date", choice.format
         out[col] = p
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 from stream.specdraft.draft import Draft
@@ -31,10 +32,20 @@ def _rows(rows: list[list[str]]) -> str:
     return "[\n" + "".join(f"    {value(r)},\n" for r in rows) + "]"
 
 
+def comment(text: str, first: str = "# ", rest: str = "#   ") -> list[str]:
+    """A comment wrapped at 110 columns (line breaks in column names or values become spaces)."""
+    return textwrap.wrap(text, 110, initial_indent=first, subsequent_indent=rest) or [first.rstrip()]
+
+
 def render(d: Draft, source: str, sampled: bool) -> str:
     out = [f"# Drafted by `anonstream spec draft` from {source} ({d.rows} rows{', a sample' if sampled else ''}).",
            "# Review every role below; `anonstream spec check FILE --spec THIS` shows how the data fits.",
-           "# Rules: docs/spec.md, 'How spec draft decides'.", ""]
+           "# Rules: docs/spec.md, 'How spec draft decides'."]
+    if d.notes:
+        out.append("# Changed after `spec check` on the drafted rows:")
+        for note in d.notes:
+            out += comment(note, "#   - ", "#     ")
+    out.append("")
     out.append(f"name = {q(d.name)}")
     out.append("")
     for role, title in (("identifier", "Direct identifiers: dropped before anything else"),
@@ -43,7 +54,7 @@ def render(d: Draft, source: str, sampled: bool) -> str:
         cols = d.role(role)
         out.append(f"# {title}:")
         for c in cols:
-            out.append(f"#   {c.name}: {c.why}")
+            out += comment(f"{c.name}: {c.why}", "#   ", "#     ")
         if not cols:
             out.append("#   (none)")
         if role == "identifier":
@@ -58,15 +69,18 @@ def render(d: Draft, source: str, sampled: bool) -> str:
     out.append("[input]")
     out.append(f"missing = {value(d.missing_tokens)}   # cells that mean 'missing' besides empty ones")
     if d.missing_why:
-        out.append(f"# {d.missing_why}")
+        out += comment(d.missing_why)
     out.append(f"on_missing = {q(d.on_missing)}   # error | drop (rows dropped and counted) | leaf")
     if d.dates:
         out.append(f"dates = {value(d.dates)}   # dropped, but checked: a value that is not a date is refused")
+    if d.encoding and d.encoding.replace("-", "").replace("_", "").lower() not in {"utf8", "utf8sig", "ascii"}:
+        out += comment(f"The file was read as {d.encoding} (detected; every command detects it again). If this "
+                       f"records system always exports {d.encoding}, declare it: encoding = {q(d.encoding)}")
     out.append("")
     for c in d.role("qi"):
         assert c.qi is not None
-        out.append(f"# {c.name}: {c.why}")
-        out.append(f"# hierarchy: {c.how}")
+        out += comment(f"{c.name}: {c.why}")
+        out += comment(f"hierarchy: {c.how}")
         out.append("[[qi]]")
         out.append(f"name = {q(c.name)}")
         out.append(f"type = {q(c.qi['type'])}")
@@ -84,15 +98,17 @@ def render(d: Draft, source: str, sampled: bool) -> str:
         out.append("")
     sens = d.role("sensitive")
     if sens:
-        out.append(f"# {sens[0].name}: {sens[0].why}")
-        out.append(f"# severity: {d.severity_how}")
+        out += comment(f"{sens[0].name}: {sens[0].why}")
+        out += comment(f"severity: {d.severity_how}")
         out.append("[sensitive]")
         out.append(f"name = {q(sens[0].name)}")
         out.append("")
         out.append("[sensitive.severity]")
         for v, s in d.severity.items():
             note = d.severity_note.get(v)
-            out.append(f"{q(v)} = {s}" + (f"   # {note}" if note else ""))
+            out.append(f"{q(v)} = {s}" + (f"   # {' '.join(note.split())}" if note else ""))
     else:
-        out.append("# No sensitive attribute found by name (offence, charge, crime, diagnosis, income...).")
+        out += comment("No sensitive attribute found by name or content (offence, charge, crime, outcome, "
+                       "diagnosis, income...). The CG engines (cg-kanon, cg-diverse) need one with a severity "
+                       "table: add [sensitive] and [sensitive.severity] to use them; the other engines work as is.")
     return "\n".join(out) + "\n"

@@ -46,6 +46,7 @@ class CGDiverseEngine(Engine[CGDiverseParams]):
     paper = "CG-Diverse, severity-weighted l-diversity for crime data (section 3.4, eqs. 8-10)"
     Params = CGDiverseParams
     models = ("k", "l")
+    needs = ("sensitive", "severity")
 
     def anonymize(self, batch: EncodedBatch, params: CGDiverseParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:

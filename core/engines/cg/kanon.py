@@ -39,6 +39,7 @@ class CGKanonEngine(Engine[CGKanonParams]):
     paper = "CG-Kanon, severity-weighted k-anonymization of crime data (section 3.3, eqs. 1-7)"
     Params = CGKanonParams
     models = ("k",)
+    needs = ("sensitive", "severity")
 
     def anonymize(self, batch: EncodedBatch, params: CGKanonParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:

@@ -62,3 +62,28 @@ def test_spec_check_flags_an_identifier_that_would_be_released(tmp_path: Path) -
     report = check_frame(read_table(_fixture(tmp_path, bad=False)), load_schema(spec), k=5, max_suppression=0.05)
     assert not report.fits
     assert report.problems == ["name: looks like an identifier and would be released unchanged"]
+
+
+def test_spec_check_says_what_the_engine_asked_for_needs(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from stream.io.specs import SPEC_DIR
+
+    good = str(_fixture(tmp_path, bad=False))
+    assert main(["spec", "check", good, "--spec", "crime", "--engine", "cg-kanon"]) == 0
+    text = (SPEC_DIR / "crime.toml").read_text()
+    bare = tmp_path / "no-severity.toml"
+    bare.write_text(text[: text.index("[sensitive.severity]")])  # the offence stays sensitive, without severities
+    capsys.readouterr()
+    assert main(["spec", "check", good, "--spec", str(bare)]) == 0  # fits the data; no engine asked
+    assert main(["spec", "check", good, "--spec", str(bare), "--engine", "cg-kanon"]) == 1
+    out = capsys.readouterr().out
+    assert "--engine cg-kanon needs a severity table for sensitive attribute 'offence'" in out
+    none = tmp_path / "no-sensitive.toml"
+    none.write_text(text[: text.index("[sensitive]")])
+    assert main(["spec", "check", good, "--spec", str(none), "--engine", "cg-diverse"]) == 1
+    assert "--engine cg-diverse needs a sensitive attribute with a severity table" in capsys.readouterr().out
+    assert main(["spec", "check", good, "--spec", str(none), "--engine", "mondrian"]) == 0
+
+
+def test_spec_check_refuses_an_unknown_engine_before_any_work(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["spec", "check", str(tmp_path / "absent.csv"), "--spec", "crime", "--engine", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: unknown engine 'nope'")
