@@ -128,10 +128,6 @@ class ReleaseRepository(ClaimRepository):
         with self.db.read() as s:
             return values_present(s, ReleasedFingerprint.person_fp, person_fps)
 
-    def released_contents(self, content_fps: list[str]) -> set[str]:
-        with self.db.read() as s:
-            return values_present(s, ReleasedFingerprint.content_fp, content_fps)
-
     def released_content_counts(self, content_fps: list[str]) -> dict[str, int]:
         """How many released reports hold each content fingerprint (those released by none left out)."""
         with self.db.read() as s:
