@@ -8,6 +8,8 @@ Guarantees (enforced by the database, not only by the caller):
   written in ONE transaction; the fingerprint is the primary key of ``released_fingerprints``, so a
   report can never be released twice, and pool rows move ``pending -> released`` only if still
   pending (otherwise the whole transaction is rolled back and the window is retried);
+* with the content guard, a release is stored only if no content it holds was released meanwhile (the
+  ledger's count per content fingerprint is what the guard read: ``StoredRelease.content_seen``);
 * release ids are deterministic, so storing the same release twice is a no-op;
 * publishing is claimed too, and a stored but unpublished release is re-published from
   ``release_records`` exactly as stored.
@@ -125,10 +127,6 @@ class ReleaseRepository(ClaimRepository):
     def released_persons(self, person_fps: list[str]) -> set[str]:
         with self.db.read() as s:
             return values_present(s, ReleasedFingerprint.person_fp, person_fps)
-
-    def released_contents(self, content_fps: list[str]) -> set[str]:
-        with self.db.read() as s:
-            return values_present(s, ReleasedFingerprint.content_fp, content_fps)
 
     def released_content_counts(self, content_fps: list[str]) -> dict[str, int]:
         """How many released reports hold each content fingerprint (those released by none left out)."""

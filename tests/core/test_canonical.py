@@ -24,6 +24,12 @@ def test_a_date_is_its_day_by_the_declared_format() -> None:
     assert canonical_value(US, "not a date") == "not a date"  # refused by the contract anyway
 
 
+def test_a_date_time_is_its_day_whatever_the_declared_layout_that_reads_it() -> None:
+    assert canonical_value(US, "06/17/2020 12:00:00 AM") == canonical_value(US, "6/17/2020 00:00") == "2020-06-17"
+    two = DateHierarchy("d", fmt=("us", "%Y/%m/%d %H:%M:%S"))  # two systems' layouts, one column
+    assert canonical_value(two, "2020/06/17 10:01:00") == canonical_value(two, "06/17/2020") == "2020-06-17"
+
+
 def test_a_number_is_its_value() -> None:
     assert canonical_value(AGE, "030") == canonical_value(AGE, "30") == canonical_value(AGE, "30.0") == "30"
     assert canonical_value(AGE, "31") != canonical_value(AGE, "30")

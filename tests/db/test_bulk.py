@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, select
 
-from db.bulk import bulk_insert, update_where_ids, values_present
+from db.bulk import bulk_insert, update_where_ids, value_counts, values_present
 from db.models import PendingReport, Window
 
 T0 = datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
@@ -79,3 +79,14 @@ def test_values_present_finds_exactly_the_stored_values(ledger_db) -> None:  # t
         assert values_present(s, table.c.fingerprint, stored + absent) == set(stored)
         assert values_present(s, table.c.person_fp, ["p0", "p1", "p2"]) == {"p0", "p2"}  # odd rows have none
         assert values_present(s, table.c.fingerprint, []) == set()
+
+
+def test_value_counts_counts_each_stored_value(ledger_db) -> None:  # type: ignore[no-untyped-def]
+    table = PendingReport.__table__
+    with ledger_db.unit() as s:
+        s.execute(Window.__table__.insert(), [window_row()])
+        bulk_insert(s, table, [pending(i, content_fp=f"c{i % 7}") for i in range(1200)])
+    with ledger_db.read() as s:
+        counts = value_counts(s, table.c.content_fp, [f"c{j}" for j in range(7)] + [f"zz{i}" for i in range(700)])
+        assert counts == {f"c{j}": len(range(j, 1200, 7)) for j in range(7)}  # absent values left out
+        assert value_counts(s, table.c.content_fp, []) == {}
