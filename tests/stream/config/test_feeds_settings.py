@@ -49,7 +49,10 @@ def test_example_file_gives_each_feed_its_own_settings(tmp_path: Path) -> None:
     assert base.key_bytes() == b"k" * 64
     assert set(topic_partitions(base)) == {"crime.reports", "crime.anonymized", "crime.releases",
                                            "crime.reports.dlq", "arrests.reports", "arrests.anonymized",
-                                           "arrests.releases", "arrests.reports.dlq"}
+                                           "arrests.releases", "arrests.reports.dlq",
+                                           # receipts and worker adverts of each input topic (stream/wire/receipts.py)
+                                           "crime.reports.receipts", "crime.reports.workers",
+                                           "arrests.reports.receipts", "arrests.reports.workers"}
     assert feed_named(base, "arrests").spec == "nypd"
 
 
