@@ -53,6 +53,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.io.rows import csv_header, iter_rows
     from stream.io.specs import load_schema
     from stream.ops.locate import check_broker
+    from stream.station.batch import BatchProducer
     from stream.station.producer import make_producer, push_reports
 
     settings = load_settings(broker_url=args.broker, spec=args.spec, pipelines=args.pipelines)
@@ -85,12 +86,13 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.station.preview import LedgerPreview
 
     ledger = LedgerPreview.open(settings)
-    producer = make_producer(settings.bootstrap_servers())
+    producer = BatchProducer(make_producer(settings.bootstrap_servers()), args.topic or settings.topic_reports)
     try:
         result = push_reports(iter_rows(args.input), schema, producer,
                               args.topic or settings.topic_reports, args.station,
                               progress=_progress(f"push {Path(args.input).name}"), total=total,
                               rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger)
+        producer.end_batch()  # where each station's batch ends: the worker closes its windows then
     finally:
         producer.close()
         if sink is not None:
