@@ -10,7 +10,8 @@ the end marker every row of that batch before it has been ingested. Here:
 * a key (station, region or global) is *in a batch* while one of its batches has begun and not
   ended, and the key has had input within ``idle_timeout_s`` (a push that died stops counting after
   that): its windows are then not closed by the watermark, however far one late row moved it, nor
-  by idling, only when full or flushed (:func:`db.window_state.due_windows`);
+  by idling, only when full or flushed (:func:`db.window_state.due_windows`; a batch begun more than
+  :data:`BATCH_MAX_S` ago holds nothing);
 * once no batch of the key is running, every open window of the key whose input all came before the
   latest end is due, and :func:`merge_completed` first merges them (``windows.merge_batch``): in
   event-time order, consecutive windows are merged into one (their pending reports moved to the
@@ -31,6 +32,10 @@ from sqlalchemy.orm import Session
 from db.models import Batch, PendingReport, Window
 from db.session import Database, insert_ignore, rowcount, utc
 from db.windows import WindowPolicy
+
+BATCH_MAX_S = 86_400
+"""A batch begun longer ago than this holds no window, ended or not (a push killed before its end markers,
+whose station then sends without markers, must not keep its windows open for ever)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,8 @@ def key_batches(s: Session, feed: str, keys: set[str], idle_s: float, now: datet
     if not keys:
         return {}
     runs = s.execute(select(Batch.batch_id, Batch.key, Batch.begun_at).where(
-        Batch.feed == feed, Batch.ended_at.is_(None), Batch.begun_at.is_not(None))).tuples().all()
+        Batch.feed == feed, Batch.ended_at.is_(None),
+        Batch.begun_at >= now - timedelta(seconds=BATCH_MAX_S))).tuples().all()
     latest = last_inputs(s, {key for _b, key, _t in runs})
     alive: dict[str, datetime] = {}  # a push is alive while any of its stations sends
     for batch, key, begun in runs:

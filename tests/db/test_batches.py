@@ -63,6 +63,11 @@ def test_a_push_that_died_falls_back_to_the_watermark_after_idling(ledger_db) ->
     assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(seconds=59)) == []
     later = due_windows(ledger_db, POLICY, 60, NOW + timedelta(seconds=61))
     assert set(later) == {w.id for w in open_windows(ledger_db)}  # idle (and day 1's watermark passed)
+    # the station then sends without markers, steadily: the dead push stops holding windows after a day
+    for at, keep in ((NOW + timedelta(hours=23), False), (NOW + timedelta(hours=25), True)):
+        pool.ingest([report(int(at.timestamp()), 1)], [], at)  # day 1 gets input: never idle
+        day1 = open_windows(ledger_db)[0].id
+        assert (day1 in due_windows(ledger_db, POLICY, 60, at + timedelta(seconds=1))) is keep  # watermark
 
 
 def test_markers_are_idempotent_and_a_new_batch_ends_an_unfinished_one(ledger_db) -> None:  # type: ignore[no-untyped-def]
