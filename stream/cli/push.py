@@ -21,6 +21,11 @@ you mean 'Theft'?). A report id repeated within the file is rejected on its seco
 columns: fix the values and push that file again (the reject_ columns are ignored). The values
 stay on this machine: the service's dead-letter topic never sees them.
 
+A push is a batch: push marks where each station's batch begins and ends, so rows may come in any
+order; the worker closes the station's windows when its batch is complete, releases the windows the
+batch completed together, and keeps a window below min_release_rows pending for the next push (or
+`anonstream windows flush`).
+
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
 ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
 the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
