@@ -27,7 +27,7 @@ from sqlalchemy.orm import QueryableAttribute, Session
 from db.models import PendingReport, Release, Window
 from db.session import Database, rowcount
 
-CARRIED_STATES = ("carried", "released", "empty")  # closed windows whose pending reports wait for the next
+CARRIED_STATES = ("carried", "released", "empty", "merged")  # closed windows whose pending reports wait for the next
 
 
 class LostClaim(Exception):

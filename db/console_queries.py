@@ -27,7 +27,7 @@ from db.models import (
     Window,
 )
 
-WINDOW_STATES = ("open", "closing", "released", "carried", "held", "empty")
+WINDOW_STATES = ("open", "closing", "released", "carried", "held", "empty", "merged")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,11 @@ Tables:
 * ``windows``: tumbling event-time windows per feed and key (station / region / global; keys of a feed
   other than ``default`` start with ``<feed>/``, docs/operations.md "Several feeds") and their state
   (``open`` -> ``closing`` -> ``released`` | ``carried`` (too small, reports wait for the next window) |
-  ``held`` (verification or engine failure, needs review) | ``empty``).
+  ``held`` (verification or engine failure, needs review) | ``empty`` | ``merged`` (its reports moved to a
+  later window of the key that one push completed, :mod:`db.batches`)); ``flush`` asks for a release now,
+  whatever ``min_release_rows`` says (``anonstream windows flush``).
+* ``batches``: the pushes (batches) of each station as their markers reached a worker: begun, ended
+  with how many rows the station sent, and when the windows they completed were merged (:mod:`db.batches`).
 * ``pending_reports``: the pending pool; ``state`` is ``pending``, ``released``, ``suppressed`` or
   ``blocked`` (linking guard).
 * ``releases`` (+ ``release_records``): each release with its manifest and its records exactly as
@@ -46,6 +50,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -110,8 +115,27 @@ class Window(Base):
     closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     release_id: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    flush: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Release now, at least k reports, whatever ``min_release_rows`` says (the operator asked)."""
 
     __table_args__ = (UniqueConstraint("key", "start", "seq"),)
+
+
+class Batch(Base):
+    """One push of one station, as its markers reached a worker (:mod:`stream.wire.markers`)."""
+
+    __tablename__ = "batches"
+
+    feed: Mapped[str] = mapped_column(String(32), primary_key=True, default="default", server_default="default")
+    station_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    key: Mapped[str] = mapped_column(String(120), index=True)
+    begun_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    rows: Mapped[int | None] = mapped_column(Integer)
+    """Rows the station sent in this batch, as its end marker says."""
+    merged_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    """When the windows this batch completed were merged (``windows.merge_batch``) and left to close."""
 
 
 class PendingReport(Base):

@@ -26,7 +26,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from db.bulk import bulk_insert, update_where_ids, value_counts, values_present
-from db.claims import ClaimRepository, LostClaim, adopt_carried, fence
+from db.claims import CARRIED_STATES, ClaimRepository, LostClaim, adopt_carried, fence
 
 __all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "StoredRelease"]
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Watermark, Window
@@ -249,7 +249,9 @@ class ReleaseRepository(ClaimRepository):
         return timings if isinstance(timings, dict) else {}
 
     def accounting(self) -> dict[str, int]:
-        """Report counts by fate: pool states, duplicates/corrections and DLQ rejections.
+        """Report counts by fate: pool states, duplicates/corrections and DLQ rejections; ``carried``: of the
+        pending ones, those waiting in closed windows for the next window of their key (too few to release, or
+        not sampled).
 
         All counts come from one snapshot: on PostgreSQL the read runs at REPEATABLE READ, so a release
         committed while they are counted is either wholly in them or not at all (at READ COMMITTED each
@@ -269,4 +271,7 @@ class ReleaseRepository(ClaimRepository):
                                                       .where(Release.state == "published")).scalar_one())
             out["windows_open"] = int(s.execute(select(func.count()).select_from(Window)
                                                 .where(Window.state.in_(("open", "closing")))).scalar_one())
+            out["carried"] = int(s.execute(select(func.count()).select_from(PendingReport).join(
+                Window, PendingReport.window_id == Window.id).where(
+                PendingReport.state == "pending", Window.state.in_(CARRIED_STATES))).scalar_one())
         return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -100,3 +101,10 @@ def insert_ignore(session: Session, table: Any, rows: list[dict[str, Any]], keys
     pk = next(iter(table.primary_key.columns))
     stmt = dialect_insert(table).on_conflict_do_nothing(index_elements=keys).returning(pk)
     return len(session.execute(stmt, rows).all())
+
+
+def utc(t: datetime | str) -> datetime:
+    """Aggregates bypass the column type on SQLite (naive or text): back to aware UTC."""
+    if isinstance(t, str):
+        t = datetime.fromisoformat(t)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)

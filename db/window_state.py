@@ -5,33 +5,74 @@ window or, with none open, to the key itself (:func:`db.windows.add_key_tally`).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select, update
 
+from db.batches import key_batches
+from db.claims import CARRIED_STATES
 from db.models import PendingReport, StationControl, Watermark, Window
-from db.session import Database, rowcount
+from db.session import Database, insert_ignore, rowcount, utc
 from db.windows import WindowPolicy, add_key_tally
 
 
 def due_windows(db: Database, policy: WindowPolicy, idle_s: float, now: datetime) -> list[str]:
-    """Open windows of the policy's feed that should close now: watermark passed, full, or idle (not of
-    paused stations)."""
+    """Open windows of the policy's feed that should close now (not of paused stations): full; flushed by
+    the operator; complete (a batch of their key ended after all their input, and the windows it completed
+    were merged: :mod:`db.batches`); or, unless a batch of their key is being pushed or about to be
+    merged, with the watermark passed or idle."""
     with db.read() as s:
         wms = dict(s.execute(select(Watermark.key, Watermark.event_time)).tuples().all())
         rows = s.execute(select(Window).where(Window.state == "open", Window.feed == policy.feed)).scalars().all()
         prefix = "" if policy.feed == "default" else f"{policy.feed}/"
         paused = {f"{prefix}station:{st}" for st in s.execute(
             select(StationControl.station_id).where(StationControl.paused.is_(True))).scalars()}
+        batches = key_batches(s, policy.feed, {w.key for w in rows}, idle_s, now)
     lateness = timedelta(seconds=policy.lateness_s)
     out = []
     for w in rows:
         if w.key in paused:
             continue
-        wm = wms.get(w.key)
-        if (w.count >= policy.cap or (wm is not None and wm >= w.end + lateness)
-                or (now - w.last_input_at).total_seconds() >= idle_s):
+        b = batches.get(w.key)
+        if w.count >= policy.cap or w.flush:
             out.append(w.id)
+        elif b is not None and (b.running or b.unmerged):
+            continue  # its batch is still being pushed (or about to be merged): a late row's watermark closes nothing
+        elif ((b is not None and b.ended_at is not None and w.last_input_at <= b.ended_at)
+              or (wms.get(w.key) is not None and wms[w.key] >= w.end + lateness)
+              or (now - w.last_input_at).total_seconds() >= idle_s):
+            out.append(w.id)
+    return out
+
+
+def request_flush(db: Database, policy: WindowPolicy, keys: list[str] | None, now: datetime) -> list[dict[str, object]]:
+    """Release each key's reports now, whatever ``min_release_rows`` says (still at least k): its open windows
+    are flagged ``flush`` (due at the next tick); a key with none but with reports waiting in carried windows
+    gets a new open window, flagged, that adopts them when claimed. ``keys`` None: every key of the feed
+    with reports waiting. Returns, per key, the windows flagged and the reports they will draw from."""
+    open_w, waiting = Window.state == "open", PendingReport.state == "pending"
+    out: list[dict[str, object]] = []
+    with db.unit() as s:
+        mine = Window.feed == policy.feed
+        counts = dict(s.execute(select(PendingReport.window_key, func.count()).join(
+            Window, PendingReport.window_id == Window.id).where(waiting, mine, Window.state.in_((*CARRIED_STATES,
+                                                                                               "open")))
+            .group_by(PendingReport.window_key)).tuples().all())
+        for key in sorted(counts) if keys is None else keys:
+            flagged = list(s.execute(select(Window.id).where(Window.key == key, mine, open_w)).scalars())
+            if not flagged and counts.get(key):
+                last = s.execute(select(Window.start, func.max(Window.seq)).where(Window.key == key, mine)
+                                 .group_by(Window.start).order_by(Window.start.desc()).limit(1)).first()
+                start = utc(last[0]) if last is not None else policy.start_of(now)
+                seq = int(last[1]) + 1 if last is not None else 0
+                wid = policy.window_id(key, start, seq)
+                insert_ignore(s, Window.__table__, [{
+                    "id": wid, "key": key, "start": start, "end": start + timedelta(seconds=policy.size_s), "seq": seq,
+                    "state": "open", "count": 0, "duplicates": 0, "last_input_at": now, "created_at": now,
+                    "feed": policy.feed, "flush": True}], ["id"])
+                flagged = [wid]
+            s.execute(update(Window).where(Window.id.in_(flagged), open_w).values(flush=True))
+            out.append({"key": key, "windows": flagged, "pending": int(counts.get(key, 0))})
     return out
 
 
@@ -54,13 +95,6 @@ def event_span(db: Database, pool_ids: list[int]) -> tuple[datetime | None, date
                 first = lo if first is None or lo < first else first
                 last = hi if last is None or hi > last else last
     return first, last
-
-
-def utc(t: datetime) -> datetime:
-    """Aggregates bypass the column type on SQLite (naive or text): back to aware UTC."""
-    if isinstance(t, str):
-        t = datetime.fromisoformat(t)
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
 def carry_duplicates(db: Database, window_id: str, key: str) -> bool:

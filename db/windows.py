@@ -7,6 +7,9 @@
   of that period go to the next sequence number of the same period (``seq + 1``), so a late report
   of an already released day opens a new window of that day (due at once, as its watermark has
   passed; too few reports for k and it is carried, its reports waiting for the key's next window);
+* a push is a batch (:mod:`db.batches`): while a key's batch runs its windows close neither by the
+  watermark nor by idling; when it ends, the windows it completed are merged and close; a window
+  with fewer reports to release than ``min_release_rows`` is carried, not published;
 * at most ``max_new_windows_per_hour`` windows are created per key and hour: a report that would
   need one more is refused (dead-lettered as ``window-rate``), which bounds the work one station can
   cause by inventing event times;
@@ -48,11 +51,22 @@ class WindowPolicy(BaseModel):
                             "event time seen) passes its end by this much")
     cap: int = Field(default=10_000, ge=1, description="a window with this many reports is due; more reports of "
                      "its period open the next window of the period")
-    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input")
+    idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input "
+                                  "(a push whose batch has not ended holds its windows until it sends nothing "
+                                  "for this long)")
     max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
                                           "hour; reports needing more are dead-lettered as window-rate")
+    min_release_rows: int | None = Field(default=None, ge=1, description="a window with fewer reports to "
+                                         "release is carried into the next window of its key, not published "
+                                         "(`anonstream windows flush` releases it now); none = 10 x privacy.k")
+    merge_batch: bool = Field(default=True, description="release the windows one push completes together, in "
+                              "event-time order, at most cap reports per release (false: each window on its own)")
     feed: str = Field(default="default", description="the feed whose windows these are (the settings' feed; "
                       "not an operator setting)")
+
+    def release_floor(self, k: int) -> int:
+        """The fewest reports a release of these windows may publish (``min_release_rows``, at least k)."""
+        return max(k, 1, self.min_release_rows if self.min_release_rows is not None else 10 * k)
 
     def start_of(self, t: datetime) -> datetime:
         epoch = int(t.timestamp())

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "releases": ("stream.cli.releases", "list, show, re-verify, re-publish or export releases"),
     "status": ("stream.cli.status", "pool, DLQ, lag, windows and worker health in one screen"),
     "stations": ("stream.cli.stations", "register, list or remove the stations allowed to push"),
+    "windows": ("stream.cli.windows", "release the reports waiting below min_release_rows now (flush)"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
     "spec": ("stream.cli.spec", "draft a spec from your own file, check a file against a spec"),

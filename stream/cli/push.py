@@ -40,6 +40,11 @@ the figures are exact. Pushing the same file again is idempotent: the ledger kee
 report, by its keyed fingerprint, so the reports it already holds count as duplicates, never twice.
 --no-wait skips the receipt.
 
+A push is a batch: push marks where each station's batch begins and ends, so rows may come in any
+order; the worker closes the station's windows when its batch is complete, releases the windows the
+batch completed together, and keeps a window below min_release_rows pending for the next push (or
+`anonstream windows flush`).
+
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
 ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
 the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
@@ -86,6 +91,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.io.specs import load_schema
     from stream.io.text import BINARY_SUFFIXES, text_encoding
     from stream.ops.locate import check_broker
+    from stream.station.batch import BatchProducer
     from stream.station.producer import make_producer, push_reports
 
     if args.wait < 0:
@@ -133,12 +139,18 @@ def cmd_push(args: argparse.Namespace) -> int:
     reader = ReceiptReader(settings.bootstrap_servers(), topic, push_id, total).start() \
         if workers and not args.no_wait else None
     ledger = LedgerPreview.open(settings)
-    producer = make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS)
+    producer = BatchProducer(make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS), topic)
     try:
         result = push_reports(iter_rows(args.input, encoding=spec.input.encoding), schema, producer, topic,
                               args.station, progress=_progress(f"push {Path(args.input).name}"),
                               total=total, rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger,
                               push_id=push_id)
+        if result.error is None:  # where each station's batch ends: the worker closes its windows then
+            try:
+                producer.end_batch()
+            except Exception as exc:  # the broker went away after the last report: the receipt says what arrived
+                print(f"push: the batch's end could not be marked ({type(exc).__name__}); the worker closes its "
+                      "windows by time instead", file=sys.stderr)
     except BaseException:
         if reader is not None:
             reader.close()

@@ -84,7 +84,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(f"lag       {lag['total']} on {lag['topic']} (group {lag['group']}, {len(lag['partitions'])} partitions)")
     ws = h["windows"]
-    print(f"windows   {ws['by_state']}; held {len(ws['held'])}, carried {len(ws['carried'])}")
+    waiting = sum(int(w.get("still_pending") or 0) for w in ws["carried"])
+    print(f"windows   {ws['by_state']}; held {len(ws['held'])}, carried {len(ws['carried'])}"
+          + (f" ({waiting} pending report(s) wait for the next window of their key, too few to release: "
+             "`anonstream windows flush --station S` releases them now)" if waiting else ""))
     for w in ws["held"]:
         print(f"          HELD {w['id']}: {w['reason']}")
     feeds = h.get("feeds") or []

@@ -105,9 +105,12 @@ async def _control(request: web.Request, fn: Callable[[dict[str, str], str], Any
 # --- controls ------------------------------------------------------------------------------------------
 async def station_control(request: web.Request) -> web.Response:
     station, action = request.match_info["station"], request.match_info["action"]
-    if action not in ("pause", "resume"):
-        raise ControlError("action must be pause or resume", 404)
+    if action not in ("pause", "resume", "flush"):
+        raise ControlError("action must be pause, resume or flush", 404)
     svc = _svc(request)
+    if action == "flush":  # release what waits below min_release_rows now (anonstream windows flush)
+        return await _control(request, lambda _form, actor: svc.flush(station, actor), f"Station {station}: flush",
+                              "/health")
     return await _control(request, lambda form, actor: svc.pause(station, action == "pause", actor, form.get("note")),
                           f"Station {station}: {action}", "/health")
 

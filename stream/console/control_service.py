@@ -21,6 +21,16 @@ class ConsoleControls:
     def pause(self, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
         return controls.set_paused(self.db, station, paused, actor, note)
 
+    def flush(self, station: str, actor: str) -> dict[str, Any]:
+        """Release the station's reports waiting below ``min_release_rows`` now (at least k)."""
+        from stream.intake.guards import valid_station_id
+
+        if valid_station_id(station) != station:
+            raise controls.ControlError("invalid station id", 400)
+        done = controls.flush_waiting(self.db, self.settings.windows, [self.settings.window_key_for(station)], actor)
+        return {"station": station, "key": done[0]["key"], "waiting": done[0]["pending"],
+                "windows_flagged": len(done[0]["windows"])}
+
     def register(self, stations: str, actor: str, note: str | None = None) -> dict[str, Any]:
         return controls.register_stations(self.db, stations, actor, note)
 

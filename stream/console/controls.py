@@ -17,6 +17,8 @@ the ledger models provide and appends an ``audit_log`` entry (who, what, when; n
   registered stations' reports are accepted). Ids are checked like the CLI's; removing a station keeps
   its pending reports (they are released with their windows) and refuses its new reports.
 * :func:`record_reverification` audits the outcome of a re-verification.
+* :func:`flush_waiting` asks the workers to release the reports of a key waiting below
+  ``min_release_rows`` now (at least k; ``anonstream windows flush``, the console's station flush).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from sqlalchemy import update
 
 from db.models import AuditEntry, StationControl, Window
 from db.session import Database, insert_ignore
+from db.window_state import request_flush
+from db.windows import WindowPolicy
 from stream.console.redact import scrub
 
 ReleaseMode = Literal["retry", "carry"]
@@ -127,3 +131,14 @@ def unregister_stations(db: Database, text: str, actor: str) -> dict[str, Any]:
     ids = station_ids(text)
     removed = StationRegistry(db).remove(ids, actor, datetime.now(UTC))
     return {"removed": removed, "not_registered": [i for i in ids if i not in removed]}
+
+
+def flush_waiting(db: Database, policy: WindowPolicy, keys: list[str] | None, actor: str) -> list[dict[str, Any]]:
+    """Flag the keys' open windows ``flush`` (a key with only carried reports gets a new window), audited;
+    the workers release them at their next tick (:func:`db.window_state.request_flush`)."""
+    now = datetime.now(UTC)
+    done = request_flush(db, policy, keys, now)
+    with db.unit() as s:
+        s.add(AuditEntry(at=now, actor=actor, action="windows-flushed", subject=policy.feed,
+                         detail={"keys": [d["key"] for d in done if d["windows"]]}))
+    return done

@@ -189,7 +189,9 @@ def health_page(h: dict[str, Any]) -> str:
         st = quote(r["station"], safe="")
         action = "resume" if r.get("paused") else "pause"
         form = (f'<form class=inline method=post action="/api/stations/{st}/{action}">{token_field()} '
-                f"<button>{action}</button></form>")
+                f"<button>{action}</button></form>"
+                f'<form class=inline method=post action="/api/stations/{st}/flush">{token_field()} '
+                f'<button title="release what waits below min_release_rows now">flush</button></form>')
         stations.append([e(r["station"]), e(r["pending"]), e(_age(r["oldest_pending_age_s"])), e(r["released"]),
                          e(r["suppressed"]), e(r["blocked"]), e(r.get("duplicates", 0)),
                          e(r.get("corrections_replaced", 0)), e(r.get("corrections_released", 0)),

@@ -44,7 +44,8 @@ API_INDEX = {
     "GET /api/windows?state=held,carried": "windows by state",
     "GET /api/stations": "stations with their pool counts and pause flag",
     "GET /api/audit?limit=": "audit trail",
-    "POST /api/stations/{station}/pause|resume": "control (token)",
+    "POST /api/stations/{station}/pause|resume|flush": "control (token); flush: release what waits below "
+                                                         "min_release_rows now",
     "POST /api/registry/add|remove (form or JSON: stations, note)": "station registry control (token)",
     "POST /api/releases/{id}/verify": "control (token): re-verify from the output topic",
     "POST /api/windows/{id}/release (mode=retry|carry)": "control (token): release a held window",

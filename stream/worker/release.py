@@ -5,7 +5,8 @@ Steps for one window (publishing is :meth:`stream.worker.service.WorkerService.p
 1. claim the window (one worker at a time);
 2. candidates: pending reports of the window plus those carried from earlier windows of its key;
 3. linking guard, then sampling without replacement (seeded from the window id);
-4. fewer than k eligible reports: the window is ``carried`` (its reports wait for the next window);
+4. fewer eligible reports than ``min_release_rows`` (default 10 k; k for a window the operator flushed),
+   or fewer released after suppression: the window is ``carried`` (its reports wait for the next window);
 5. anonymize with the configured engine (default ``cg-kanon`` with k=5 once registered);
 6. verify independently with :func:`core.verify.verify_release` against the engine's requirement
    tightened by the operator's ``max_risk`` / ``avg_risk`` settings; on failure the window is ``held``,
@@ -42,6 +43,7 @@ from db import (
     StoredRelease,
     WindowPolicy,
 )
+from db.batches import merge_completed
 from db.models import Window
 from db.window_state import carry_duplicates, due_windows, event_span
 from stream.config.settings import Settings, secret_value
@@ -131,6 +133,7 @@ class Orchestrator:
 
     def due(self, now: datetime) -> list[tuple[str, str]]:
         """Windows to close now (due or abandoned by a crashed closer), with why."""
+        merge_completed(self.db, self.policy, now)  # the windows a completed push left (db/batches.py)
         ids = [(w, "due") for w in due_windows(self.db, self.policy, self.policy.idle_timeout_s, now)]
         return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s,
                                                                               self.settings.feed)]
@@ -185,9 +188,9 @@ class Orchestrator:
         if not eligible:
             self._finish(window, "empty" if not cands else "carried", None, now)
             return None
-        if len(eligible) < s.privacy.k:
-            self._finish(window, "carried", f"too small: {len(eligible)} report(s) < k={s.privacy.k}", now)
-            log.info("window %s carried: %d eligible report(s) < k=%d", window.id, len(eligible), s.privacy.k)
+        floor = s.privacy.k if window.flush else self.policy.release_floor(s.privacy.k)  # flush: the operator's
+        if len(eligible) < floor:
+            self._carry(window, len(eligible), floor, now)
             return None
         seed = window_seed(s.sample_seed, window.id)
         picks = draw(len(eligible), sample_size(len(eligible), s.sample_policy, s.sample_fraction, s.sample_max),
@@ -209,6 +212,9 @@ class Orchestrator:
         except AnonymizationError as exc:
             self._hold(window, f"{exc.reason}: {exc.message}", now)
             return None
+        if len(release.rows) < floor:  # suppression took it below the floor: wait for more reports
+            self._carry(window, len(release.rows), floor, now)
+            return None
         t2 = time.perf_counter()
         report = verify_release(frame, release, self.schema, policy_requirement(release.requirement, s))
         timings["verify_s"] = time.perf_counter() - t2
@@ -223,6 +229,11 @@ class Orchestrator:
         rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "")
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            blocked_by, risk)
+
+    def _carry(self, window: Window, n: int, floor: int, now: datetime) -> None:
+        rule = f"k={self.settings.privacy.k}" if n < self.settings.privacy.k else f"min_release_rows={floor}"
+        self._finish(window, "carried", f"too small: {n} report(s) to release < {rule}", now)
+        log.info("window %s carried: %d report(s) to release < %s", window.id, n, rule)
 
     def _hold(self, window: Window, reason: str, now: datetime) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason)

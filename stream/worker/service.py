@@ -35,6 +35,7 @@ from stream.intake.validate import ReportValidator, screen_batch
 from stream.ops.logs import ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
+from stream.worker.batches import MarkerIntake
 from stream.worker.faults import crash_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
@@ -79,6 +80,7 @@ class WorkerService:
         persons = settings.person_columns if settings.privacy.link_guard != "off" else ()
         self.validator = ReportValidator(schema, persons, Limits.from_settings(settings))
         self.pool = PoolRepository(db, window_policy(settings), settings.station_check())
+        self.markers = MarkerIntake(db, settings.feed, settings.window_key_for)
         self.repo = ReleaseRepository(db)
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
         self.releases: ReleasePool | ThreadReleases = (
@@ -112,6 +114,8 @@ class WorkerService:
         """
         s = self.settings
         now = datetime.now(UTC)
+        headers = self.markers.report_headers(values, headers)  # aligned with the reports kept below
+        values, ends = await self.markers.before(values, now)  # batch markers: never reports (stream/wire/markers.py)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
                                         s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
@@ -127,6 +131,8 @@ class WorkerService:
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
         if result.accepted and self._computing < self.settings.release_concurrency:
             self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
+        if await self.markers.after(ends, now):
+            self._wake.set()  # a batch is complete: its windows are due now
         self.metrics.batch(result.accepted, result.duplicates, result.corrections, (d["reason"] for d in dead))
         self.stats["ingested"] += result.accepted
         self.stats["rejected"] += result.rejected
@@ -155,9 +161,6 @@ class WorkerService:
     async def record_partitions(self, partitions: list[int]) -> None:
         await self.heartbeat.assigned(partitions)
 
-    async def _beat(self) -> None:
-        await self.heartbeat.beat()
-
     # --- windows and releases ----------------------------------------------------------------------
     async def tick(self, send: SendFn) -> list[str]:
         """Start closing due windows, and publish stored releases left unpublished.
@@ -177,7 +180,7 @@ class WorkerService:
         async with self._tick_lock:
             try:
                 await self.receipts.advertise(send)
-                await self._beat()
+                await self.heartbeat.beat()
                 await self._claim_due(send)
                 done = await self.publish_pending(send)
             except Exception as exc:  # database or broker down: windows stay in the DB; logged once per interval

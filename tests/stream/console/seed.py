@@ -61,7 +61,8 @@ def build(url: str, data_dir: Path, pbg: bool = True) -> Seeded:
     from stream.worker.release import Orchestrator, window_policy
 
     settings = Settings(data_dir=data_dir, database_url=url, spec="crime", engine="mondrian", k=5,
-                        operator_token=TOKEN, fingerprint_key="console-test-key", idle_timeout_s=60)
+                        operator_token=TOKEN, fingerprint_key="console-test-key", idle_timeout_s=60,
+                        windows={"min_release_rows": 1})  # small windows released (or held), not carried
     migrations.upgrade(url)
     db = Database(url)
     schema = load_schema(settings.spec)

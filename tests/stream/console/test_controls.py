@@ -158,3 +158,13 @@ def test_register_and_remove_stations_from_the_console(console: Console, token: 
     actions = [a["action"] for a in console.get_json("/api/audit?limit=1000")["audit"]]
     assert "stations-added" in actions and "stations-removed" in actions
     assert console.call("POST", "/api/registry/explode", token=token)[0] == 404
+
+
+def test_flush_asks_for_a_release_of_what_waits(console: Console, token: str) -> None:
+    station = "FLUSH1"  # nothing of it waits: the control says so, and is audited all the same
+    assert console.call("POST", f"/api/stations/{station}/flush")[0] == 401
+    status, _h, body = console.call("POST", f"/api/stations/{station}/flush", token=token)
+    assert status == 200 and json.loads(body) == {"station": station, "key": f"station:{station}", "waiting": 0,
+                                                  "windows_flagged": 0}
+    assert any(a["action"] == "windows-flushed" for a in console.get_json("/api/audit?limit=1000")["audit"])
+    assert console.call("POST", "/api/stations/S%201/flush", token=token)[0] == 400

@@ -33,7 +33,7 @@ def test_shuffled_history_is_released_day_by_day(pg, tmp_path) -> None:  # type:
     url = pg.create_database("backfill")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, engine="mondrian",
-                        fingerprint_key=KEY, idle_timeout_s=1.0)
+                        fingerprint_key=KEY, idle_timeout_s=1.0, windows={"min_release_rows": 1})  # day by day
     schema = load_schema(settings.spec)
     db = Database(url)
     try:

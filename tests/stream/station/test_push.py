@@ -21,7 +21,7 @@ def _read(kafka, topic: str) -> list[dict[str, object]]:  # type: ignore[no-unty
     try:
         for _ in range(10):
             for msgs in consumer.poll(timeout_ms=300).values():
-                out += [json.loads(m.value) for m in msgs]
+                out += [r for r in (json.loads(m.value) for m in msgs) if "$batch" not in r]  # reports, no markers
     finally:
         consumer.close()
     return out

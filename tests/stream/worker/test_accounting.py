@@ -47,7 +47,10 @@ class Ledger:
 def _ledger(pg: Any, tmp_path: Path, name: str, **values: Any) -> Ledger:
     url = pg.create_database(name)
     migrations.upgrade(url)
+    # releases of any size >= k (min_release_rows 1): these windows are small on purpose; the floor is
+    # tests/stream/worker/test_batch_windows.py's business
     settings = Settings(**{"database_url": url, "data_dir": tmp_path, "spec": spec_ref(), "k": 5,
+                           "windows": {"min_release_rows": 1},
                            "fingerprint_key": KEY, "idle_timeout_s": 1.0, **values})
     schema = load_schema(settings.spec)
     db = Database(url)

@@ -79,7 +79,7 @@ def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # ty
     url = pg.create_database("reportguard")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0, link_guard="report")
+                        idle_timeout_s=1.0, link_guard="report", windows={"min_release_rows": 1})
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "report-test")

@@ -59,7 +59,7 @@ def test_worker_killed_between_ledger_write_and_publish(kafka, pg, tmp_path):  #
 
 
 def test_two_workers_share_partitions_without_duplicate_releases(kafka, pg, tmp_path):  # type: ignore[no-untyped-def]
-    sc = Scenario(kafka, pg, tmp_path, reports_partitions=4)
+    sc = Scenario(kafka, pg, tmp_path, reports_partitions=4, windows={"min_release_rows": 1})  # every tail out
     try:
         sc.start_worker()
         sc.start_worker()

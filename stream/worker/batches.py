@@ -1,0 +1,77 @@
+"""Batch markers in a worker's input (:mod:`stream.wire.markers`): taken out of each ingested batch of
+messages before validation and recorded in the ledger (:mod:`db.batches`).
+
+Begin markers are recorded before the batch's reports are written to the pending pool, so no tick
+between the two can close a window of that station by the watermark; end markers after them, so a
+batch counts as complete only once every report before its end marker is in the pool (or
+dead-lettered). Markers are never reports: not validated, not dead-lettered, not counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from db import Database
+from db.batches import BatchMark, begin, end
+from stream.wire.markers import BadMarker, parse_marker
+
+log = logging.getLogger(__name__)
+
+
+class MarkerIntake:
+    """One feed's markers: ``window_key_for`` maps a station to its window key (the feed's settings)."""
+
+    def __init__(self, db: Database, feed: str, window_key_for: Callable[[str], str]) -> None:
+        self.db, self.feed, self.key_for = db, feed, window_key_for
+
+    def split(self, values: list[bytes | None]) -> tuple[list[bytes | None], list[BatchMark], list[BatchMark]]:
+        """The reports (every message that is not a marker, in order), the begin and the end markers."""
+        reports: list[bytes | None] = []
+        begins: list[BatchMark] = []
+        ends: list[BatchMark] = []
+        for raw in values:
+            try:
+                marker = parse_marker(raw)
+            except BadMarker as exc:
+                log.warning("dropped a malformed batch marker: %s", exc)
+                continue
+            if marker is None:
+                reports.append(raw)
+                continue
+            mark = BatchMark(marker.station, marker.batch, self.key_for(marker.station), marker.rows)
+            (begins if marker.kind == "begin" else ends).append(mark)
+        return reports, begins, ends
+
+    @staticmethod
+    def report_headers(values: list[bytes | None], headers: list[Any] | None) -> list[Any] | None:
+        """``headers`` of the messages :meth:`split` keeps as reports (aligned with its reports)."""
+        if headers is None:
+            return None
+        kept = []
+        for raw, h in zip(values, headers, strict=True):
+            try:
+                if parse_marker(raw) is None:
+                    kept.append(h)
+            except BadMarker:
+                pass
+        return kept
+
+    async def before(self, values: list[bytes | None], now: datetime) -> tuple[list[bytes | None], list[BatchMark]]:
+        """Record the begin markers of ``values``; returns its reports and its end markers (for :meth:`after`)."""
+        reports, begins, ends = self.split(values)
+        if begins:
+            await asyncio.to_thread(begin, self.db, self.feed, begins, now)
+        return reports, ends
+
+    async def after(self, ends: list[BatchMark], now: datetime) -> bool:
+        """Record end markers once the reports before them are written; True if there were any."""
+        if not ends:
+            return False
+        await asyncio.to_thread(end, self.db, self.feed, ends, now)
+        log.info("batch complete for %d station(s) (%s): %d row(s) sent", len(ends),
+                 ", ".join(sorted({m.batch for m in ends})), sum(m.rows or 0 for m in ends))
+        return True
