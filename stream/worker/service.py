@@ -10,9 +10,8 @@ At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
   published first, then the manifest; then the release is marked published. A stored but
   unpublished release (crash in between) is re-published from the database as stored, by the
   same worker on restart or by any worker once its publishing claim expires;
-* window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` by
-  a task of this worker while it works on them, so they expire only when the worker stops (dies,
-  hangs or loses the database); a window whose release failed is given up at once and retried.
+* window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` while
+  the worker works on them (they expire only when it dies, hangs or loses the database).
 """
 
 from __future__ import annotations
@@ -106,16 +105,15 @@ class WorkerService:
         """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted reports
         to the pending pool, dead-letter the rejects, then send the push receipts (:mod:`.receipts`).
 
-        No message can fail its batch: validation never raises (``internal-error`` is the last
-        resort), dead letters are bounded in size, and the ledger refuses (rather than fails on)
-        unknown stations, reused report ids and window floods. Dead letters are sent after the
-        pool write, so the ledger's refusals go with the validator's; a crash in between redelivers
-        the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
+        No message can fail its batch: validation never raises (``internal-error`` is the last resort), dead
+        letters are bounded in size, and the ledger refuses (rather than fails on) unknown stations, reused
+        report ids and window floods. Dead letters are sent after the pool write; a crash in between
+        redelivers the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
         """
         s = self.settings
         now = datetime.now(UTC)
-        headers = self.markers.report_headers(values, headers)  # aligned with the reports kept below
-        values, ends = await self.markers.before(values, now)  # batch markers: never reports (stream/wire/markers.py)
+        headers = self.markers.report_headers(values, headers)  # batch markers are never reports: their headers
+        values, ends = await self.markers.before(values, now)  # go too (stream/wire/markers.py)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
                                         s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
