@@ -28,11 +28,13 @@ def test_releases_list_and_filters(console: Console, seeded: Seeded) -> None:
     assert [r["id"] for r in only] == [seeded.releases["S2"]]
     assert console.get_json("/api/releases?station=S")["releases"] == []  # exact station match, not a prefix
 
-    today = datetime.now(UTC).date()
-    assert len(console.get_json(f"/api/releases?since={today - timedelta(days=1)}")["releases"]) == len(ids)
-    assert console.get_json(f"/api/releases?since={today + timedelta(days=1)}")["releases"] == []
-    assert console.get_json(f"/api/releases?until={today - timedelta(days=1)}")["releases"] == []
-    assert len(console.get_json(f"/api/releases?until={today}")["releases"]) == len(ids)
+    # the days the seeded releases were made on (not today's date: a run may cross midnight)
+    made = [datetime.fromisoformat(r["created_at"]).astimezone(UTC).date() for r in data["releases"]]
+    first, last = min(made), max(made)
+    assert len(console.get_json(f"/api/releases?since={first - timedelta(days=1)}")["releases"]) == len(ids)
+    assert console.get_json(f"/api/releases?since={last + timedelta(days=1)}")["releases"] == []
+    assert console.get_json(f"/api/releases?until={first - timedelta(days=1)}")["releases"] == []
+    assert len(console.get_json(f"/api/releases?until={last}")["releases"]) == len(ids)
     page = console.get_json("/api/releases?limit=2&offset=1")
     assert len(page["releases"]) == 2 and page["total"] == len(ids)
 
