@@ -72,12 +72,39 @@ def _detach(settings: Settings, timeout: float) -> int:
                else f"was not ready within {timeout:.0f}s (still starting: see the log, or `anonstream stop`)")
         print(f"error: the worker {why}; last lines of {started.log}:\n{log_tail(started.log)}", file=sys.stderr)
         return started.exit_code or 3
+    if not _advertised(settings, started.pid, timeout):
+        print(f"warning: the worker is ready but has not advertised its spec yet (log {started.log}); a push now "
+              "warns that no worker serves it and gets no receipt", file=sys.stderr)
     announce = [line for line in log_tail(started.log, 200).splitlines() if line.startswith("  ")
                 or line.startswith("anonstream run: worker")]
     print("\n".join(announce[-8:]), flush=True)
     print(f"anonstream run: worker running in the background (pid {started.pid}, log {started.log}); "
           "stop it with `anonstream stop`", flush=True)
     return 0
+
+
+def _advertised(settings: Settings, pid: int, timeout: float) -> bool:
+    """Wait until the detached worker advertises its spec on every input topic (what `push` checks before
+    sending, stream/wire/receipts.py), so a push right after `run --detach` gets its receipt."""
+    import time
+
+    from stream.config.feeds import feeds
+    from stream.ops.locate import pid_alive, resolve
+    from stream.station.advert import live, read_adverts
+
+    ready = resolve(settings)  # the embedded broker the worker started, if it started one
+    if not ready.broker_url:
+        return False
+    topics = [f.topic_reports for f in feeds(ready)]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and pid_alive(pid):
+        try:
+            if all(live(read_adverts(ready.bootstrap_servers(), t, timeout=2.0)) for t in topics):
+                return True
+        except Exception:  # the broker is still starting: try again
+            pass
+        time.sleep(0.5)
+    return False
 
 
 def _stopped(s: Settings) -> None:
