@@ -76,7 +76,9 @@ def _setup(pg: Any, tmp_path: Path, name: str, **extra: Any) -> tuple[Settings, 
     spec = tmp_path / "arrests.toml"
     spec.write_text(ARRESTS_SPEC)
     values: dict[str, Any] = {"k": 5, "max_suppression": 0.0, "engine": "optimal", "fingerprint_key": KEY,
-                              "idle_timeout_s": 1.0, "person_columns": [], **extra}
+                              "idle_timeout_s": 1.0, "person_columns": [],
+                              "windows": {"min_release_rows": 1},  # small windows on purpose: released, not carried
+                              **extra}
     settings = Settings(database_url=url, data_dir=tmp_path, spec=str(spec), **values)
     db = Database(url)
     return (settings, db, PoolRepository(db, window_policy(settings)),
