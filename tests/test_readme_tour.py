@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from stream.ops.locate import pid_alive
+from tests.conftest import shared
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.slow, pytest.mark.broker]
@@ -51,15 +52,13 @@ def test_the_tour_is_found_and_starts_with_the_venv() -> None:
 
 
 def test_readme_tour_runs_in_order_from_a_fresh_clone(tmp_path: Path) -> None:
-    if not (ROOT / ".git").exists() or shutil.which("git") is None:
-        pytest.skip("not a git checkout")
-    shared = ROOT.parent / "shared"
-    if not (shared / "data").is_dir():
-        pytest.skip(f"benchmark data not found at {shared}")
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:  # a fresh clone needs a repository to clone
+        pytest.skip("not a git checkout (the tour is run from a clone of it)")
+    shared_dir = shared().parent  # ../shared beside the checkout (skips, as every data test does, without it)
     clone = tmp_path / "anonstream"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     (clone / ".venv").symlink_to(Path(sys.prefix))
-    (tmp_path / "shared").symlink_to(shared)
+    (tmp_path / "shared").symlink_to(shared_dir)
     readme = (clone / "README.md").read_text()
     script = ["set -u", demo_command(readme) + ' > demo.out 2>&1; echo "@@rc $? demo"']
     for cmd in tour_commands(readme):

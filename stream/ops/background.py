@@ -21,6 +21,7 @@ from pathlib import Path
 
 from stream.config.settings import Settings
 from stream.ops.locate import pid_alive, read_state
+from stream.ops.runtime import worker_env
 
 PID_FILE, LOG_FILE = "run.pid", "run.log"
 
@@ -31,10 +32,6 @@ class Started:
     log: Path
     ready: bool  # False: the worker exited before it was ready (see ``exit_code`` and the log)
     exit_code: int | None = None
-
-
-def _root() -> Path:
-    return Path(__file__).resolve().parents[2]
 
 
 def _ready(url: str) -> bool:
@@ -63,11 +60,8 @@ def start_detached(settings: Settings, timeout: float, progress: bool = True) ->
     home = settings.data_dir.resolve()
     home.mkdir(parents=True, exist_ok=True)
     log = home / LOG_FILE
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
-    env.update(settings.env())
-    env["PYTHONPATH"] = os.pathsep.join([str(_root()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     with log.open("ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "run"], env=env, stdout=out,
+        proc = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "run"], env=worker_env(settings), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     (home / PID_FILE).write_text(f"{proc.pid}\n")
     url = f"http://{settings.web_host}:{settings.web_port}/ready"

@@ -94,12 +94,19 @@ def broker_settings(settings: Settings, check: bool = True) -> Settings:
     return settings
 
 
-def spawn_worker(settings: Settings, log_path: Path | None = None, **env_extra: str) -> subprocess.Popen[bytes]:
-    """``anonstream run --no-migrate`` in a subprocess configured through ``ANONSTREAM_*`` variables."""
+def worker_env(settings: Settings, **env_extra: str) -> dict[str, str]:
+    """This process's environment with ``settings`` as ``ANONSTREAM_*`` variables (and no others), and this
+    checkout first on ``PYTHONPATH``: what a worker subprocess runs with."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
     env.update(settings.env())
     env.update(env_extra)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def spawn_worker(settings: Settings, log_path: Path | None = None, **env_extra: str) -> subprocess.Popen[bytes]:
+    """``anonstream run --no-migrate`` in a subprocess configured through ``ANONSTREAM_*`` variables."""
+    env = worker_env(settings, **env_extra)
     out = None
     if log_path is not None:
         log_path.parent.mkdir(parents=True, exist_ok=True)

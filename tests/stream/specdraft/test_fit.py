@@ -26,9 +26,10 @@ from stream.cli.main import main
 from stream.specdraft.draft import make_draft
 from stream.specdraft.fit import fit
 from stream.testing.exports import VARIANTS
+from tests.conftest import SHARED_DATA, shared
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
-NYPD = DATA / "nypd-arrests-queens-2021" / "nypd_arrests_queens_2021.csv"
+DATA = SHARED_DATA
+NYPD_PARTS = ("nypd-arrests-queens-2021", "nypd_arrests_queens_2021.csv")
 ROWS = 2000
 # Files with no column a quasi-identifier rule recognises: refused with one line, never a spec that fails.
 NO_QI = {"c2k_data_comma"} | {f"adult_hierarchy_{c}" for c in ("age", "native-country", "occupation", "race",
@@ -73,9 +74,7 @@ def test_every_shared_csv_is_drafted_into_a_spec_its_check_accepts(src: Path, tm
 
 @pytest.fixture(scope="module")
 def nypd() -> pd.DataFrame:
-    if not NYPD.exists():
-        pytest.skip(f"benchmark data not found at {NYPD}")
-    return pd.read_csv(NYPD, dtype=str, keep_default_na=False, nrows=ROWS)
+    return pd.read_csv(shared(*NYPD_PARTS), dtype=str, keep_default_na=False, nrows=ROWS)
 
 
 SAFE = st.text(alphabet=st.characters(whitelist_categories=("Lu", "Ll", "Nd"), whitelist_characters=" _-#."),

@@ -11,16 +11,15 @@ import pytest
 from stream.cli.main import main
 from stream.specdraft.draft import make_draft
 from stream.testing.exports import blind_headers, numbered_headers, outcome_only, with_outcomes
+from tests.conftest import SHARED_DATA, shared
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
-NYPD = DATA / "nypd-arrests-queens-2021" / "nypd_arrests_queens_2021.csv"
+DATA = SHARED_DATA
+NYPD_PARTS = ("nypd-arrests-queens-2021", "nypd_arrests_queens_2021.csv")
 
 
 @pytest.fixture(scope="module")
 def nypd() -> pd.DataFrame:
-    if not NYPD.exists():
-        pytest.skip(f"benchmark data not found at {NYPD}")
-    return pd.read_csv(NYPD, dtype=str, keep_default_na=False, nrows=1500)
+    return pd.read_csv(shared(*NYPD_PARTS), dtype=str, keep_default_na=False, nrows=1500)
 
 
 def _draft(frame: pd.DataFrame, tmp_path: Path, name: str = "export") -> tuple[dict, str]:  # type: ignore[type-arg]
