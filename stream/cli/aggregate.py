@@ -55,10 +55,7 @@ def settings_for(spec: Any, args: argparse.Namespace) -> Any:
 
 def charges(dp: Any) -> tuple[float, float]:
     """(ρ this run spends per block, each block's cap in ρ)."""
-    from core.dp.mechanism import rho_from_epsilon
-
-    rho = rho_from_epsilon(dp.epsilon, dp.delta) if dp.mechanism == "gaussian" else dp.epsilon**2 / 2
-    return rho, rho_from_epsilon(dp.cap_epsilon, dp.delta)
+    return dp.rho, dp.cap_rho
 
 
 def refusal(exc: Any, dp: Any) -> str:
