@@ -43,7 +43,8 @@ def settings_for(spec: Any, args: argparse.Namespace) -> Any:
         base["block"] = "station-day" if spec.station_column and spec.time_column else "dataset"
     updates = {"groupings": [list(by)], "epsilon": args.epsilon, "cap_epsilon": args.budget, "delta": args.delta,
                "mechanism": args.mechanism, "unit": args.unit, "max_contributions": args.max_contributions,
-               "block": args.block}
+               "block": args.block,
+               "person": [c.strip() for c in args.person.split(",") if c.strip()] if args.person else None}
     base.update({k: v for k, v in updates.items() if v is not None})
     try:
         return DPSpec.model_validate(base)
@@ -162,6 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=_positive, help="delta of the (epsilon, delta) statement (default 1e-6)")
     p.add_argument("--mechanism", choices=["gaussian", "laplace"], help="noise (default: the spec's, else gaussian)")
     p.add_argument("--unit", choices=["report", "person"], help="privacy unit (default: the spec's, else report)")
+    p.add_argument("--person", metavar="COL[,COL]", help="with --unit person: the columns that identify a person")
     p.add_argument("--max-contributions", type=int, help="with --unit person: reports kept per person and block")
     p.add_argument("--block", choices=["station-day", "feed-day", "dataset"], help="budget blocks (default: spec's)")
     p.add_argument("--feed", default="default", help="the feed named in feed-day blocks (default: default)")

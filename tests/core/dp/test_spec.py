@@ -40,3 +40,8 @@ def test_what_a_release_spends() -> None:
     laplace = dp.model_copy(update={"mechanism": "laplace"})
     assert laplace.rho == pytest.approx(1 / 8)  # four tables of pure epsilon 1/4 each, (1/4)^2/2 in rho each
     assert 1 / scale(laplace.rho / 4, "laplace") == pytest.approx(0.25)  # each table's pure epsilon
+
+
+def test_nypd_declares_counts_per_precinct_day() -> None:
+    nypd = load_spec_data("nypd").dp
+    assert nypd is not None and nypd.block == "station-day" and ("month", "area") in nypd.groupings

@@ -63,6 +63,12 @@ def test_without_ledger_and_bad_input(reports: Path, tmp_path: Path, capsys: pyt
                  "--out", str(out)]) == 0
     assert "not accounted" in capsys.readouterr().out
     assert pd.read_csv(out)["week"].unique().tolist() == ["2024-W01"]
+    assert main(["aggregate", str(reports), "--spec", "crime", "--by", "sex", "--epsilon", "1", "--unit", "person",
+                 "--person", "name,dob", "--max-contributions", "2", "--out", str(out)]) == 0
+    assert pd.read_csv(out)["sex"].tolist() == ["F", "M", "X"]
+    assert main(["aggregate", str(reports), "--spec", "crime", "--by", "sex", "--epsilon", "1", "--unit", "person",
+                 "--out", str(out)]) == 2
+    assert "needs person" in capsys.readouterr().err
     assert main(["aggregate", str(reports), "--spec", "crime", "--by", "colour", "--epsilon", "1",
                  "--out", str(out)]) == 2
     assert "column 'colour' is not in the input" in capsys.readouterr().err
