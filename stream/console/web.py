@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.console_queries import ReleaseFilter
 from stream.console import auth, pages
+from stream.console.health_page import health_page
 from stream.console.control_routes import (
     GUARD,
     SERVICE,
@@ -153,7 +154,7 @@ async def api_health(request: web.Request) -> web.Response:
 
 
 async def page_health(request: web.Request) -> web.Response:
-    return web.Response(text=pages.health_page(await _call(request, _svc(request).health)), content_type="text/html")
+    return web.Response(text=health_page(await _call(request, _svc(request).health)), content_type="text/html")
 
 
 async def api_windows(request: web.Request) -> web.Response:
