@@ -127,7 +127,8 @@ def _registry_section(h: dict[str, Any]) -> str:
            '<input name=note placeholder="note (optional)"> <button>register</button></fieldset></form>')
     return ("<h2>Station registry</h2><p class=muted>In production mode only registered stations' reports "
             "are accepted; removing a station keeps its pending reports. Also: anonstream stations "
-            "add|list|remove</p>" + add + table(["station", "source", "added", "note", "control"], registry, "registry"))
+            "add|list|remove</p>" + add
+            + table(["station", "source", "added", "note", "control"], registry, "registry"))
 
 
 def _feeds_section(feeds: list[dict[str, Any]]) -> str:

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from stream.console.linking import blocked_text, linking_section
+from stream.console.linking import blocked_text
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}

@@ -73,7 +73,7 @@ def classify(manifest: dict[str, Any] | None) -> list[dict[str, str]]:
         elif "prosecutor risk" in t:
             kind, why = _prosecutor(params, risk)
         else:
-            kind, why = ACT, "not a warning this version knows: review the release's risk figures before handing it out."
+            kind, why = ACT, "a warning this version does not know: review the risk figures before handing it out."
         out.append({"text": t, "kind": kind, "why": why})
     return out
 

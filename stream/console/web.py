@@ -20,7 +20,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.console_queries import ReleaseFilter
 from stream.console import auth, pages
-from stream.console.health_page import health_page
 from stream.console.control_routes import (
     GUARD,
     SERVICE,
@@ -33,6 +32,7 @@ from stream.console.control_routes import (
     verify_release,
 )
 from stream.console.controls import ControlError
+from stream.console.health_page import health_page
 from stream.console.service import ConsoleService, parse_when
 
 log = logging.getLogger(__name__)
