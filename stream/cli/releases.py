@@ -129,7 +129,7 @@ def cmd_republish(args: argparse.Namespace) -> int:
     from db import Database, ReleaseRepository
     from stream.config.settings import load_settings
     from stream.ops.locate import check_broker, check_database, resolve
-    from stream.ops.republish import publish_from_ledger
+    from stream.ops.republish import publish_from_ledger, topic_seqs
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker), need_broker=True,
                        need_database=True)
@@ -151,10 +151,12 @@ def cmd_republish(args: argparse.Namespace) -> int:
             raise InputDataError(f"release {rid!r} belongs to feed {owner[rid]!r}, which these settings do not "
                                  "declare (set ANONSTREAM_PIPELINES to the deployment's pipelines file)",
                                  reason="console")
-    for rid in ids:
+    for rid in ids:  # records already on the topic (a re-publish that stopped half-way) are not sent again
         fs = by_name[owner[rid]]
-        publish_from_ledger(fs, repo, [rid])
-        print(f"release {rid}: re-published to {fs.topic_anonymized} and {fs.topic_releases}")
+        present = topic_seqs(fs.bootstrap_servers(), fs.topic_anonymized, {rid}) or {}
+        sent = publish_from_ledger(fs, repo, [rid], present=present)
+        print(f"release {rid}: re-published to {fs.topic_anonymized} ({sent} record(s); {len(present.get(rid, ()))} "
+              f"were there already) and {fs.topic_releases}")
     return 0
 
 
