@@ -103,9 +103,11 @@ def test_restarts_against_a_broker_that_lost_its_topics_converge_without_duplica
         for attempt in range(2, 5):
             worker = spawn_worker(settings, tmp_path / f"run-{attempt}.log")
             procs.append(worker)
-            done = wait_until(lambda: len({k for k, _ in _read(settings.bootstrap_servers(),
-                                                                settings.topic_releases)}) == len(seeded.releases)
-                              or worker.poll() is not None, timeout=240, interval=2)
+            def back(w: Any = worker) -> bool:
+                keys = {k for k, _ in _read(settings.bootstrap_servers(), settings.topic_releases)}
+                return len(keys) == len(seeded.releases) or w.poll() is not None
+
+            done = wait_until(back, timeout=240, interval=2)
             stop_process(worker)
             if done and worker.returncode in (0, -15, None):
                 break
