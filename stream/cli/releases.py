@@ -1,4 +1,4 @@
-"""``anonstream releases list|show|verify|republish|export``: the releases in the ledger."""
+"""``anonstream releases list|show|verify|republish|export|report``: the releases in the ledger."""
 
 from __future__ import annotations
 
@@ -186,6 +186,26 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``releases report ID --out FILE.html``: the release's sign-off page (stream/console/report.py)."""
+    from pathlib import Path
+
+    from stream.cli._paths import check_output
+    from stream.console.report import render
+
+    check_output("--out", args.out)
+    svc = console_service(args)
+    args.id = _release_id(svc, args.id)
+    d = guarded(lambda: svc.release(args.id))
+    if d is None:
+        raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
+    Path(args.out).write_text(render(d), encoding="utf-8")
+    act = sum(1 for w in d.get("warnings") or [] if w["kind"] == "act")
+    print(f"release {args.id}: sign-off report written to {args.out}"
+          + (f" ({act} warning(s) to act on)" if act else ""))
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     common = ledger_options()
     r = sub.add_parser("releases", help="list, show, re-verify, re-publish or export releases in the ledger")
@@ -216,3 +236,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("id")
     exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
     exp.set_defaults(func=cmd_export)
+    rpt = rs.add_parser("report", parents=[common],
+                        help="write a release's sign-off report: one self-contained HTML page to sign")
+    rpt.add_argument("id", help="a release id, or `latest`")
+    rpt.add_argument("--out", required=True, help="the HTML file to write")
+    rpt.set_defaults(func=cmd_report)
