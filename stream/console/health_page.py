@@ -40,10 +40,10 @@ def _worker_section(h: dict[str, Any]) -> str:
     worker = _kv([("status", wk.get("status")),
                   ("consumer group", group.get("error") or f'{group.get("state")} with {group.get("members")} '
                                                            "member(s)"),
-                  ("in-process worker", in_process), ("last ingest", short_time(act.get("last_ingest_at"))),
-                  ("last release", short_time(act.get("last_release_at"))),
-                  ("last publish", short_time(act.get("last_publish_at"))),
-                  ("oldest unpublished release", short_time(act.get("oldest_unpublished_at"))),
+                  ("in-process worker", in_process), ("last ingest", short_time(act.get("last_ingest_at")) or None),
+                  ("last release", short_time(act.get("last_release_at")) or None),
+                  ("last publish", short_time(act.get("last_publish_at")) or None),
+                  ("oldest unpublished release", short_time(act.get("oldest_unpublished_at")) or None),
                   ("releases by state", act.get("releases_by_state")), ("workers seen", act.get("workers_seen")),
                   ("windows by state", h["windows"]["by_state"])])
     beats = table(["worker", "heartbeat age", "alive", "partitions", "stats"],

@@ -48,7 +48,9 @@ def human(v: Any, nd: int = 4) -> str:
         return "; ".join(f"{k} {human(x, nd)}" for k, x in items) if items else "–"
     if isinstance(v, list | tuple):
         return ", ".join(human(x, nd) for x in v) if v else "–"
-    return fmt(v, nd)
+    if isinstance(v, float):
+        return f"{v:.{nd}g}"
+    return "–" if v == "" else fmt(v, nd)
 
 
 def short_time(iso: str | None) -> str:

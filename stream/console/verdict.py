@@ -61,7 +61,8 @@ class Verdict:
         if self.findings:
             more = len(self.findings) - 1
             return f"ACTION NEEDED: {self.findings[0].line}" + (f" (and {more} more below)" if more else "")
-        return "HEALTHY: worker running, no held window, no backlog, no recent dead letters" + (
+        worker = "" if any(n.startswith("worker not checked") for n in self.notes) else "worker running, "
+        return f"HEALTHY: {worker}no held window, no backlog, no recent dead letters" + (
             f" ({'; '.join(self.notes)})" if self.notes else "")
 
     def as_dict(self) -> dict[str, Any]:
