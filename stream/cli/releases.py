@@ -31,7 +31,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{(r['created_at'] or '')[:19].replace('T', ' '):19}  {r['id']:24}  "
               f"{(w['key'] + ' ' + (w['start'] or '')[:10] + ' #' + str(w['seq']))[:28]:28}  {r['engine'][:10]:10} "
               f"{r['k']:>3} {r['l'] if r['l'] is not None else '-':>3} {loss:>6} {r['released']:>6} "
-              f"{r['suppressed']:>5} {r['held_back']:>5}  {r['state']}")
+              f"{r['suppressed']:>5} {r['held_back']:>5}  {r['state']}"
+              + (f"  ⚠ act: {r['act']}" if r.get("act") else ""))  # a warning to act on (docs/risk.md)
     print(f"{len(data['releases'])} of {data['total']} release(s)")
     return 0
 

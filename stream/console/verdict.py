@@ -104,7 +104,7 @@ def _worker(h: dict[str, Any]) -> Finding | None:
     elif status == "unknown":  # neither a heartbeat nor a reachable broker: nothing says a worker ever ran
         return None
     else:
-        since = "none in the consumer group and no heartbeat in the ledger"
+        since = "(none in the consumer group, no heartbeat in the ledger)"
     pending = (h.get("pool") or {}).get("pending_total") or 0
     return Finding("worker", f"no worker running {since}" + (f"; {pending} report(s) wait" if pending else ""),
                    "start one (`anonstream run`, or `docker compose up -d worker`) and read the last worker's log "

@@ -75,3 +75,16 @@ def test_warnings_to_act_on() -> None:
     assert classify(_manifest("mondrian", [homogeneous], l=2))[0]["kind"] == "act"
     (w,) = classify(_manifest("mondrian", ["12.0% of records have a prosecutor risk above 0.2"], k=3))
     assert w["kind"] == "act" and "Raise k to at least 5" in w["why"]
+
+
+def test_the_releases_list_flags_act_warnings() -> None:
+    from stream.console.pages import releases_page
+
+    row = {"id": "r-1", "created_at": "2026-01-01T00:00:00", "window": {"key": "station:S1", "start": None, "seq": 0},
+           "feed": "default", "stations": ["S1"], "engine": "mondrian", "k": 3, "l": None, "information_loss": 0.3,
+           "released": 10, "suppressed": 0, "held_back": 0, "state": "published",
+           "act": "12.0% of records have a prosecutor risk above 0.2"}
+    data = {"filter": {"station": None, "feed": None}, "stations": [], "feeds": [], "total": 2,
+            "releases": [row, {**row, "id": "r-2", "act": ""}]}
+    html = releases_page(data)
+    assert html.count("⚠ act") == 1 and 'title="12.0% of records' in html
