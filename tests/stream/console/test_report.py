@@ -51,6 +51,7 @@ def test_report_and_health_in_chromium(tmp_path: Path) -> None:
     from sqlalchemy import update
 
     from db.models import DlqEvent
+    from db.status import heartbeat
     from tests.stream.console.webdriver import WebDriver, ensure_chromium
 
     chromium, driver = ensure_chromium()
@@ -81,9 +82,21 @@ def test_report_and_health_in_chromium(tmp_path: Path) -> None:
         assert status == 200, text
         with seeded.db.unit() as s:
             s.execute(update(DlqEvent).values(at=datetime.now(UTC) - timedelta(hours=1)))
+        # a worker that stopped 40 minutes ago (its last heartbeat in the ledger): act, exit 5
+        heartbeat(seeded.db, "worker-a", datetime.now(UTC) - timedelta(minutes=40), [0, 1])
         browser.get(f"{console.url}/health")
         line = browser.text(browser.find_all("b.verdict-line")[0])
-        assert line.startswith("HEALTHY"), line
+        assert line.startswith("ACTION NEEDED: no worker running since 40 min (last heartbeat of worker-a)"), line
+        shots["health-dead-worker"] = tmp_path / "health-dead-worker.png"
+        browser.screenshot(shots["health-dead-worker"])
+        url = seeded.settings.db_url()
+        assert main(["status", "--database", url]) == 5
+        # the worker beats again: healthy, exit 0
+        heartbeat(seeded.db, "worker-a", datetime.now(UTC), [0, 1])
+        browser.get(f"{console.url}/health")
+        line = browser.text(browser.find_all("b.verdict-line")[0])
+        assert line.startswith("HEALTHY: worker running, no held window"), line
+        assert main(["status", "--database", url]) == 0
         shots["health-healthy"] = tmp_path / "health-healthy.png"
         browser.screenshot(shots["health-healthy"])
         for name, path in shots.items():
