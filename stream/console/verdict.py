@@ -17,7 +17,7 @@ Exit codes of ``anonstream status`` (docs/operations.md, "Exit codes"): 0 health
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 EXIT_HEALTHY, EXIT_HELD, EXIT_WORKER, EXIT_DLQ, EXIT_LAG = 0, 4, 5, 6, 7
@@ -92,7 +92,7 @@ def _when(iso: str | None, now: datetime) -> float | None:
     return (now - (t if t.tzinfo else t.replace(tzinfo=UTC))).total_seconds()
 
 
-def _worker(h: dict[str, Any]) -> Finding | None:
+def _worker(h: dict[str, Any], now: datetime) -> Finding | None:
     wk = h.get("worker") or {}
     status = str(wk.get("status") or "unknown")
     if status == "running":
@@ -100,7 +100,9 @@ def _worker(h: dict[str, Any]) -> Finding | None:
     beats = [b for b in wk.get("heartbeats") or [] if b.get("heartbeat_age_s") is not None]
     if beats:
         last = min(beats, key=lambda b: b["heartbeat_age_s"])
-        since = f"since {age_text(last['heartbeat_age_s'])} (last heartbeat of {last['worker']})"
+        age = float(last["heartbeat_age_s"])
+        since = (f"since {now - timedelta(seconds=age):%Y-%m-%d %H:%M} UTC ({age_text(age)} ago: last heartbeat of "
+                 f"{last['worker']})")
     elif status == "unknown":  # neither a heartbeat nor a reachable broker: nothing says a worker ever ran
         return None
     else:
@@ -172,7 +174,7 @@ def _dlq(h: dict[str, Any], now: datetime) -> Finding | None:
 def verdict(h: dict[str, Any], now: datetime | None = None) -> Verdict:
     """The verdict on a health dict (see the module docstring for the checks and their order)."""
     now = now or datetime.now(UTC)
-    found = [f for f in (_worker(h), _held(h, now), _lag(h), _dlq(h, now)) if f is not None]
+    found = [f for f in (_worker(h, now), _held(h, now), _lag(h), _dlq(h, now)) if f is not None]
     notes = []
     lag = h.get("lag") or {}
     if lag.get("error"):

@@ -86,7 +86,8 @@ def test_report_and_health_in_chromium(tmp_path: Path) -> None:
         heartbeat(seeded.db, "worker-a", datetime.now(UTC) - timedelta(minutes=40), [0, 1])
         browser.get(f"{console.url}/health")
         line = browser.text(browser.find_all("b.verdict-line")[0])
-        assert line.startswith("ACTION NEEDED: no worker running since 40 min (last heartbeat of worker-a)"), line
+        assert line.startswith("ACTION NEEDED: no worker running since "), line
+        assert "(40 min ago: last heartbeat of worker-a)" in line, line
         shots["health-dead-worker"] = tmp_path / "health-dead-worker.png"
         browser.screenshot(shots["health-dead-worker"])
         url = seeded.settings.db_url()

@@ -33,7 +33,8 @@ def test_a_dead_worker_says_since_when_and_comes_first() -> None:
                                 "heartbeats": [{"worker": "w1", "heartbeat_age_s": 5400.0, "alive": False}]},
                         pool={"pending_total": 12}, windows=held), NOW)
     assert v.code == EXIT_WORKER and [f.check for f in v.findings] == ["worker", "held"]
-    assert "no worker running since 90 min (last heartbeat of w1); 12 report(s) wait" in v.line
+    assert "no worker running since 2026-01-01 01:30 UTC (90 min ago: last heartbeat of w1); 12 report(s) wait" \
+        in v.line
     assert "release refused by the risk bound" in v.findings[1].what and "raise k" in v.findings[1].action
     assert "release after review" in v.findings[1].action and v.findings[1].code == EXIT_HELD
 
