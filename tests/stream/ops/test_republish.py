@@ -70,6 +70,30 @@ def test_a_broker_error_is_one_line_and_exit_3_and_no_manifest_follows(tmp_path:
     seeded.db.dispose()
 
 
+def test_republish_command_prints_one_line_and_exits_3_on_a_broker_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The broker answers, then fails the re-publish (UnknownError on a recreated topic): one line, exit 3."""
+    import stream.ops.locate
+    import stream.ops.republish
+    import stream.station.producer
+    from stream.cli.main import main
+
+    seeded = _seeded(tmp_path)
+    rid = seeded.releases["S2"]
+    monkeypatch.setattr(stream.ops.locate, "check_broker", lambda settings: None)
+    monkeypatch.setattr(stream.ops.republish, "topic_seqs", lambda *a, **k: {rid: {0, 1, 2}})
+    producer = _Producer()
+    monkeypatch.setattr(stream.station.producer, "make_producer", lambda *a, **k: producer)
+    capsys.readouterr()
+    assert main(["releases", "republish", rid, "--database", seeded.settings.db_url(),
+                 "--broker", "kafka://127.0.0.1:9"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: the broker failed while release {rid} was re-published")
+    assert "UnknownError" in err and "Traceback" not in err and "resumes where this one stopped" in err
+    assert len(producer.sent) == 117  # the 3 records already on the topic were not sent again (120 in all)
+    seeded.db.dispose()
+
+
 def _read(bootstrap: list[str], topic: str) -> list[tuple[str, dict[str, Any]]]:
     from kafka import KafkaConsumer
 
