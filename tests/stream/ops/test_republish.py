@@ -105,10 +105,23 @@ def _read(bootstrap: list[str], topic: str) -> list[tuple[str, dict[str, Any]]]:
         consumer.close()
 
 
+def _complete(settings: Any, release_ids: set[str], log: Path) -> list[tuple[str, int]]:
+    """Every release complete on the topics (records = the manifest's count) and no record twice."""
+    manifests = {k: m for k, m in _read(settings.bootstrap_servers(), settings.topic_releases)}
+    assert set(manifests) == release_ids, log.read_text()[-3000:]
+    records = _read(settings.bootstrap_servers(), settings.topic_anonymized)
+    seen = [(m["release_id"], m["seq"]) for _k, m in records]
+    assert len(seen) == len(set(seen)), "duplicate records on the topic"
+    for rid, m in manifests.items():
+        assert sum(1 for r, _ in seen if r == rid) == m["records"], rid
+    return seen
+
+
 @pytest.mark.broker
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_restarts_against_a_broker_that_lost_its_topics_converge_without_duplicates(tmp_path: Path) -> None:
+    from stream.ops.broker import EmbeddedBroker
     from stream.testing.services import start_broker
 
     seeded = _seeded(tmp_path)
@@ -135,15 +148,20 @@ def test_restarts_against_a_broker_that_lost_its_topics_converge_without_duplica
             stop_process(worker)
             if done and worker.returncode in (0, -15, None):
                 break
-        manifests = {k: m for k, m in _read(settings.bootstrap_servers(), settings.topic_releases)}
-        assert set(manifests) == set(seeded.releases.values()), (tmp_path / "run-2.log").read_text()[-3000:]
-        records = _read(settings.bootstrap_servers(), settings.topic_anonymized)
-        seen = [(m["release_id"], m["seq"]) for _k, m in records]
-        assert len(seen) == len(set(seen)), "duplicate records on the topic"
-        for rid, m in manifests.items():  # every release complete: records = the manifest's count
-            assert sum(1 for r, _ in seen if r == rid) == m["records"], rid
+        seen = _complete(settings, set(seeded.releases.values()), tmp_path / "run-2.log")
         print(f"{len(half)} records before the crash; {len(seen)} records, 0 duplicates, "
-              f"{len(manifests)} manifests after {len(procs)} start(s)")
+              f"{len(seeded.releases)} manifests after {len(procs)} start(s)")
+        # the broker restarts with fresh storage (same address): the next start puts everything back again
+        port = broker.port
+        broker.stop()
+        broker = EmbeddedBroker(port=port).start()
+        worker = spawn_worker(settings, tmp_path / "run-again.log")
+        procs.append(worker)
+        assert wait_until(lambda: len({k for k, _ in _read(settings.bootstrap_servers(), settings.topic_releases)})
+                          == len(seeded.releases), timeout=240, interval=2), (tmp_path / "run-again.log").read_text()
+        stop_process(worker)
+        seen = _complete(settings, set(seeded.releases.values()), tmp_path / "run-again.log")
+        print(f"after a broker restart with fresh storage: {len(seen)} records, 0 duplicates")
     finally:
         for p in procs:
             stop_process(p)
