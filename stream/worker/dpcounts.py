@@ -33,7 +33,7 @@ from core.dp.blocks import row_blocks
 from core.dp.derive import grouping_columns
 from core.dp.mechanism import epsilon_from_rho, rho_from_epsilon
 from core.dp.plan import count_tables
-from db.budget import remaining
+from db.budget import TOLERANCE, remaining
 
 from core.encoding import Schema
 from db import Candidate, Database
@@ -107,9 +107,10 @@ def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: 
                     "person rule); counting per report", window_id)
     head = {"mechanism": cfg.mechanism, "unit": unit, "epsilon": float(cfg.epsilon), "delta": float(cfg.delta),
             "population": POPULATION, "block_by": cfg.block}
+    caps = {b: (min(float(cap), cap_rho), float(spent)) for b, (cap, spent) in caps.items()}  # as charge() caps
     for b in blocks:  # refused before any noise is drawn
         cap, spent = caps.get(b, (cap_rho, 0.0))
-        if float(spent) + rho > float(cap) * (1 + 1e-12):
+        if spent + rho > cap * (1 + TOLERANCE):
             message = refusal_message(b, float(cap), float(spent), rho, cfg.delta)
             ALERT.warning("window %s: %s", window_id, message)
             station = b.split("/")[0].split(":", 1)[1] if b.startswith("station:") else ""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from db.budget import all_blocks
+from db.budget import all_blocks, spends
 from db.models import Release
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
@@ -21,16 +21,14 @@ STEPS = ("anonymize", "after-noise", "after-ledger-write", "mid-publish")  # cla
 
 def _ledger(sc: Scenario) -> tuple[dict[str, dict[str, Any]], dict[str, float], dict[str, dict[str, float]]]:
     """Stored releases' dp sections, each block's recorded spend, and the spends per release and block."""
-    from db.budget import DpSpend
-
     with sc.db.read() as s:
         stored = {r.id: r.manifest.get("dp") for r in s.execute(select(Release)).scalars()}
         blocks = {b.block: float(b.spent_rho) for b in all_blocks(s)}
-        spends: dict[str, dict[str, float]] = defaultdict(dict)
-        for sp in s.execute(select(DpSpend)).scalars():
+        per_release: dict[str, dict[str, float]] = defaultdict(dict)
+        for sp in spends(s):
             assert sp.release_id is not None, "a spend without its release"
-            spends[sp.release_id][sp.block] = spends[sp.release_id].get(sp.block, 0.0) + float(sp.rho)
-    return stored, blocks, spends
+            per_release[sp.release_id][sp.block] = per_release[sp.release_id].get(sp.block, 0.0) + float(sp.rho)
+    return stored, blocks, per_release
 
 
 def _agree(sc: Scenario) -> dict[str, dict[str, Any]]:
