@@ -29,14 +29,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
 from core.dp.blocks import row_blocks
 from core.dp.derive import grouping_columns
 from core.dp.mechanism import epsilon_from_rho, rho_from_epsilon
 from core.dp.plan import count_tables
-from db.budget import TOLERANCE, remaining
-
 from core.encoding import Schema
 from db import Candidate, Database
+from db.budget import TOLERANCE, remaining
 from db.release_budget import BudgetCharge
 from stream.worker.faults import crash_at
 

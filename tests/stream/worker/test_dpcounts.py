@@ -98,7 +98,7 @@ def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path, monk
 
 
 def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    settings, db, orch = _ledger(tmp_path, _spec(tmp_path))
+    _settings, db, orch = _ledger(tmp_path, _spec(tmp_path))
     real = dpcounts.dp_counts
     calls: list[float] = []
 
