@@ -117,7 +117,7 @@ class ReleaseRepository(ClaimRepository):
                 select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
                        p.counted_in, p.arrived_in, p.event_time)
                 .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
-        return [Candidate(*r[:9], event_time=r[9]) for r in rows]
+        return [Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9]) for r in rows]
 
     def key_tallies(self, key: str) -> tuple[int, int]:
         """Duplicates and reports dropped for missing values of ``key`` that arrived while it had no open
