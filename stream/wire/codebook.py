@@ -54,14 +54,15 @@ def counts_paragraph(manifest: dict[str, Any]) -> list[str]:
     width = f"± {half[0]:g}" if len(half) == 1 else "± ci95"
     return ["## Counts and their intervals", "",
             f"The counts in `_{manifest.get('release_id')}.counts.json` (`read_counts`) are not the exact counts: "
-            f"each is the exact count plus random noise ({dp.get('mechanism')} mechanism, ε = {dp.get('epsilon')} "
-            f"per release, δ = {dp.get('delta')}), drawn once and then never changed, so that no count reveals "
-            "whether any one report is in the data. The noise is centred on zero; a cell's 95 % interval, "
-            f"count {width}, holds the true count in 95 of 100 cells, so a cell read as 12 {width} says the "
-            "truth is likely in that range, and a difference between two cells smaller than their intervals may be "
-            "noise. Negative noisy counts are shown as 0, and cells nobody fell in are published too (their "
-            "counts are noise around zero). The counts cover the reports this release took out of the pool, "
-            "released and suppressed alike, so they can differ from a count of the rows above."
+            f"each is the exact count plus random noise (discrete {dp.get('mechanism')} mechanism, ε = "
+            f"{dp.get('epsilon')} per release shared by its tables, δ = {dp.get('delta')}), drawn once and never "
+            "redrawn, so that the counts reveal little about any one report (differential privacy, docs/privacy.md). "
+            f"The noise is centred on zero; a cell's 95 % interval, count {width}, holds the true count in 95 of "
+            f"100 cells, so a cell read as 12 {width} says the truth is likely in that range, and a difference "
+            "between two cells smaller than their intervals may be noise. Negative noisy counts are shown as 0, "
+            "and cells nobody fell in are published too (their counts are noise around zero). The counts cover the "
+            "reports this release took out of the pool, released and suppressed alike, so they can differ from a "
+            "count of the rows above by more than the noise when rows were suppressed."
             + (f" This release has no counts: {dp['refused'].get('message')}." if dp.get("refused") else ""), ""]
 
 
