@@ -26,11 +26,14 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 BLOCK = f"station:S1/day:{DAY.date().isoformat()}"  # the generated reports' day
 
 
-def _spec(tmp: Path, cap_epsilon: float = 10.0) -> str:
-    """The bundled crime spec with ``cap_epsilon`` set (a copy in ``tmp``)."""
+def _spec(tmp: Path, cap_epsilon: float = 10.0, person: bool = False) -> str:
+    """The bundled crime spec with ``cap_epsilon`` set, person-level with ``person`` (a copy in ``tmp``)."""
     text = resolve_spec_path(spec_ref()).read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^cap_epsilon = .*$", f"cap_epsilon = {cap_epsilon}", text)
+    if person:
+        text = re.sub(r"(?m)^unit = .*$", 'unit = "person"\nperson = ["name", "dob"]\nmax_contributions = 2', text)
     path = tmp / "crime-dp.toml"
-    path.write_text(re.sub(r"(?m)^cap_epsilon = .*$", f"cap_epsilon = {cap_epsilon}", text), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return str(path)
 
 
@@ -119,5 +122,16 @@ def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path, m
             left = remaining(s, [b["block"] for b in dp["blocks"]])
         for b in dp["blocks"]:
             assert left[b["block"]][1] == pytest.approx(b["spent_rho"]) == pytest.approx(dp["rho"] + 0.001)
+    finally:
+        db.dispose()
+
+
+def test_person_level_counts_bound_each_person_by_their_keyed_fingerprint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _settings, db, orch = _ledger(tmp_path, _spec(tmp_path, person=True))
+    try:
+        (rid,) = orch.close_due(NOW + timedelta(minutes=5))
+        dp = _manifest(db, rid)["dp"]
+        assert dp["unit"] == "person"
+        assert all(t["unit"] == "person" and t["max_contributions"] == 2 for t in dp["tables"])
     finally:
         db.dispose()
