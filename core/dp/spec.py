@@ -64,3 +64,22 @@ class DPSpec(_Strict):
         if self.unit == "person" and not self.person:
             raise ValueError("unit = \"person\" needs person = [the columns that identify a person]")
         return self
+
+    @property
+    def rho(self) -> float:
+        """What one release spends on each of its blocks, in ρ (zCDP), for :func:`core.dp.plan.count_tables`.
+
+        Gaussian: the ρ whose zCDP implies (``epsilon``, ``delta``)-DP. Laplace: each of the G tables gets
+        pure ε/G (pure ε adds up to ``epsilon``), which is (ε/G)²/2 in ρ per table, ε²/(2G) in all."""
+        from core.dp.mechanism import rho_from_epsilon
+
+        if self.mechanism == "gaussian":
+            return rho_from_epsilon(self.epsilon, self.delta)
+        return self.epsilon**2 / (2 * len(self.groupings))
+
+    @property
+    def cap_rho(self) -> float:
+        """Each block's lifetime cap in ρ: zCDP at ``cap_rho`` implies (``cap_epsilon``, ``delta``)-DP."""
+        from core.dp.mechanism import rho_from_epsilon
+
+        return rho_from_epsilon(self.cap_epsilon, self.delta)

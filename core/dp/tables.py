@@ -53,5 +53,5 @@ class CountTable:
         """The group columns, ``count`` and ``ci95``, one row per cell."""
         frame = pd.DataFrame(list(self.groups), columns=list(self.by), dtype=object)
         frame["count"] = pd.Series(self.counts, dtype="int64")
-        frame["ci95"] = self.ci95
+        frame["ci95"] = int(self.ci95) if float(self.ci95).is_integer() else self.ci95
         return frame
