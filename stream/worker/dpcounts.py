@@ -32,7 +32,7 @@ import pandas as pd
 
 from core.dp.blocks import row_blocks
 from core.dp.derive import grouping_columns
-from core.dp.mechanism import epsilon_from_rho, rho_from_epsilon
+from core.dp.mechanism import epsilon_from_rho
 from core.dp.plan import count_tables
 from core.encoding import Schema
 from db import Candidate, Database
@@ -98,7 +98,7 @@ def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: 
     rows = row_blocks(frame, by=cfg.block, station_column=station_col, date_column=time_col, feed=feed,
                       dataset=spec.name)
     blocks = sorted(set(rows.tolist()))
-    rho, cap_rho = rho_from_epsilon(cfg.epsilon, cfg.delta), rho_from_epsilon(cfg.cap_epsilon, cfg.delta)
+    rho, cap_rho = cfg.rho, cfg.cap_rho  # what one release spends per block, each block's lifetime cap (ρ)
     with db.read() as s:
         caps = remaining(s, blocks)
     unit = cfg.unit if cfg.unit == "report" or frame[PERSON].notna().all() else "report"

@@ -82,7 +82,7 @@ def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path, monk
     monkeypatch.setattr(dpcounts, "count_tables", lambda *a, **k: drawn.append(1) or real(*a, **k))
     try:
         cfg = load_schema(settings.spec).spec.dp
-        rho = dpcounts.rho_from_epsilon(cfg.epsilon, cfg.delta)
+        rho = cfg.rho
         block = BLOCK
         with db.unit() as s:  # another release spent half the block's budget already
             charge(s, [block], rho / 2, rho, purpose="test", release_id=None, now=NOW)
