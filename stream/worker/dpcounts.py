@@ -127,3 +127,16 @@ def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: 
                "blocks": _budget_rows(cfg, caps, blocks, cap_rho, rho)}
     seen = {b: float(caps.get(b, (cap_rho, 0.0))[1]) for b in blocks}
     return DpOutcome(section, BudgetCharge(blocks, rho, cap_rho, seen))
+
+
+def check_counts(schema: Schema) -> None:
+    """Raise the spec's error now (at start-up) if its ``[dp]`` groupings cannot be counted, e.g. a column
+    without a public domain, rather than at every window's release."""
+    spec = schema.spec
+    if spec.dp is None:
+        return
+    names = [q.name for q in spec.qi] + ([spec.sensitive.name] if spec.sensitive is not None else [])
+    frame = pd.DataFrame({n: pd.Series(dtype=object) for n in names})
+    frame[spec.station_column or "station_id"] = pd.Series(dtype=object)
+    frame[spec.time_column or "event_time"] = pd.Series(dtype="datetime64[ns, UTC]")
+    grouping_columns(frame, spec)

@@ -50,7 +50,7 @@ from stream.config.settings import Settings, secret_value
 from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.wire.signing import load_private_key, sign_manifest
-from stream.worker.dpcounts import DpOutcome, dp_counts
+from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
@@ -102,6 +102,7 @@ class Orchestrator:
                                        settings.mode == "production")
         self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
+        check_counts(schema)  # a [dp] table whose groupings cannot be counted stops the worker here
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
         """Run the engine once on a few accepted reports, budgets cut (:func:`core.engines.warmup.warm_up`).

@@ -135,3 +135,15 @@ def test_person_level_counts_bound_each_person_by_their_keyed_fingerprint(tmp_pa
         assert all(t["unit"] == "person" and t["max_contributions"] == 2 for t in dp["tables"])
     finally:
         db.dispose()
+
+
+def test_a_grouping_without_a_public_domain_stops_the_worker_at_start_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from core.errors import SpecError
+    from stream.worker.dpcounts import check_counts
+
+    text = resolve_spec_path(spec_ref()).read_text(encoding="utf-8")
+    path = tmp_path / "bad.toml"
+    path.write_text(re.sub(r"(?m)^groupings = .*$", 'groupings = [["postcode"]]', text), encoding="utf-8")
+    check_counts(load_schema(spec_ref()))
+    with pytest.raises(SpecError, match="postcode"):
+        check_counts(load_schema(str(path)))
