@@ -75,3 +75,20 @@ def test_without_ledger_and_bad_input(reports: Path, tmp_path: Path, capsys: pyt
     assert main(["aggregate", str(reports), "--spec", "crime", "--by", "offence", "--epsilon", "2",
                  "--budget", "1", "--out", str(out)]) == 2
     assert "below one release's epsilon" in capsys.readouterr().err
+
+
+def test_a_refusal_draws_no_noise(reports: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import core.dp.plan
+    from stream.cli.main import main
+
+    query = ["aggregate", str(reports), "--spec", "crime", "--by", "offence", "--epsilon", "5", "--budget", "5",
+             "--ledger", str(tmp_path / "l.db"), "--out", str(tmp_path / "c.csv")]
+    assert main(query) == 0
+
+    def no_noise(*_a: object, **_k: object) -> None:
+        raise AssertionError("noise drawn for a refused query")
+
+    monkeypatch.setattr(core.dp.plan, "count_tables", no_noise)
+    assert main(query) == 2
+    assert "is exhausted: rho 0 of" in capsys.readouterr().err
