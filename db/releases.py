@@ -30,6 +30,7 @@ from db.claims import CARRIED_STATES, ClaimRepository, LostClaim, adopt_carried,
 
 __all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "StoredRelease"]
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Watermark, Window
+from db.release_budget import BudgetCharge, BudgetConflict, apply_budget
 from db.session import Database
 
 
@@ -49,6 +50,7 @@ class Candidate:
     counted_in: str | None = None  # the release whose manifest counted it as held back, if any
     arrived_in: str | None = None  # the window it was ingested into (its export, for the content guard)
     content_seen: int | None = None  # set by the linking guard: the ledger's count of its content when read
+    event_time: datetime | None = None  # for the budget blocks of differentially private counts
 
 
 @dataclass
@@ -84,6 +86,7 @@ class StoredRelease:
     content_seen: dict[str, int] | None = None
     """Per content fingerprint of the release, how many reports with it the ledger held when the linking
     guard read it; the store refuses the release if any of them grew meanwhile (None: no check)."""
+    budget: BudgetCharge | None = None  # the privacy budget its count tables spend (db.release_budget)
 
 
 def count_blocked(s: Session, blocked_by: dict[tuple[str, str], int], now: datetime,
@@ -112,9 +115,9 @@ class ReleaseRepository(ClaimRepository):
             adopt_carried(s, window.id, window.key)
             rows = s.execute(
                 select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
-                       p.counted_in, p.arrived_in)
+                       p.counted_in, p.arrived_in, p.event_time)
                 .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
-        return [Candidate(*r) for r in rows]
+        return [Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9]) for r in rows]
 
     def key_tallies(self, key: str) -> tuple[int, int]:
         """Duplicates and reports dropped for missing values of ``key`` that arrived while it had no open
@@ -184,6 +187,12 @@ class ReleaseRepository(ClaimRepository):
                 return False
             if fenced:
                 fence(s, rel.window_id, worker)
+            try:  # the spend commits with the release, or neither does
+                if rel.budget is not None:
+                    apply_budget(s, rel.budget, rel.id, now, s.execute(select(Window.feed).where(
+                        Window.id == rel.window_id)).scalar_one())
+            except BudgetConflict as exc:
+                raise ReleaseConflict(str(exc)) from exc
             c = rel.counts
             s.execute(insert(Release).values(
                 id=rel.id, window_id=rel.window_id, window_key=rel.window_key, stations=rel.stations,

@@ -12,6 +12,9 @@ the types exactly.
     >>> from stream.analyst.dataset import read_releases
     >>> df = read_releases("releases/")
     >>> df.groupby(["release_id", "sex"]).size()
+
+``read_counts(path)`` (:mod:`stream.analyst.counts`) loads the releases' differentially private count
+tables, written beside them, with each cell's ``count`` and ``ci95``.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from stream.analyst.counts import read_counts
 from stream.analyst.export import FORMATS
 from stream.analyst.export.types import typed_column, typed_frame
 from stream.wire.csvsafe import unneutralize
 from stream.wire.release_ids import valid_release_id
+
+__all__ = ["read_counts", "read_releases", "release_files"]
 
 
 def _read_one(path: Path, fmt: str) -> pd.DataFrame:

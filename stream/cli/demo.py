@@ -42,7 +42,18 @@ def _print_release(manifest: dict[str, Any], records: list[dict[str, Any]]) -> N
           f"engine {manifest['engine']}  k={manifest['k']}"
           + (f" l={manifest['l']}" if manifest.get("l") is not None else "")
           + f"  released {c['released']}/{c['received']}  suppressed {c['suppressed']}  held {c['held_back']}"
-          + (f"  GCP {loss:.3f}" if isinstance(loss, float) else ""), flush=True)
+          + (f"  GCP {loss:.3f}" if isinstance(loss, float) else "") + _counts_note(manifest.get("dp")), flush=True)
+
+
+def _counts_note(dp: Any) -> str:
+    """The release's differentially private counts in a few words (stream/worker/dpcounts.py)."""
+    if not isinstance(dp, dict):
+        return ""
+    if dp.get("refused"):
+        return f"  counts REFUSED ({dp['refused'].get('block')}: budget cap)"
+    left = min((b.get("remaining_rho", 0.0) for b in dp.get("blocks") or []), default=0.0)
+    half = max((t.get("ci95", 0.0) for t in dp.get("tables") or []), default=0.0)
+    return f"  {len(dp.get('tables') or [])} count tables ±{half:g} (ε {dp.get('epsilon')}; block ρ left {left:.3g})"
 
 
 def _demo_settings(args: argparse.Namespace) -> Settings:

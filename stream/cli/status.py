@@ -93,6 +93,8 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"duplicates {r.get('duplicates', 0):>5}  corrections replaced {r.get('corrections_replaced', 0)}"
               f" / not re-released {r.get('corrections_released', 0)}{'  PAUSED' if r.get('paused') else ''}")
     print(_linking_line(h))
+    if any(c.get("kind") == "dp-refused" for c in h.get("duplicates") or []):
+        print(_budget_line(h))
     print(f"dlq       {dlq['total']} rejected: " + (", ".join(f"{k} {v}" for k, v in dlq["by_reason"].items()) or "-"))
     if lag.get("error"):
         print(f"lag       unavailable: {lag['error']}")
@@ -167,3 +169,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                  "1 still busy after --wait, 2 usage, 3 a service unreachable, "
                  + ", ".join(f"{c} {m}" for c, m in sorted(EXIT_MEANINGS.items())) + " (docs/operations.md).")
     st.set_defaults(func=cmd_status)
+
+
+def _budget_line(h: dict[str, Any]) -> str:
+    """Releases whose differentially private counts a budget block's cap refused (console: /budget)."""
+    by: dict[str, int] = {}
+    for c in h.get("duplicates") or []:
+        if c.get("kind") == "dp-refused":
+            by[c["station"] or "(feed)"] = by.get(c["station"] or "(feed)", 0) + int(c["count"])
+    text = ", ".join(f"{st} {n}" for st, n in sorted(by.items()))
+    return (f"budget    {sum(by.values())} release(s) went out without counts, a block's privacy budget cap "
+            f"refused them ({text}); each block's budget: console /budget")

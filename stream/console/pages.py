@@ -70,8 +70,8 @@ def table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
 def layout(title: str, body: str, json_href: str | None = None) -> str:
     api = f' <a href="{e(json_href)}">JSON</a>' if json_href else ""
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{e(title)} · anonstream</title>"
-            f"<style>{CSS}</style></head><body><header><b>anonstream console</b>"
-            '<a href="/releases">Releases</a><a href="/health">Health</a><a href="/audit">Audit</a></header>'
+            f'<style>{CSS}</style></head><body><header><b>anonstream console</b><a href="/releases">Releases</a>'
+            '<a href="/health">Health</a><a href="/budget">Budget</a><a href="/audit">Audit</a></header>'
             f"<main><h1>{e(title)}</h1><p class=muted>read-only view; controls need the operator token.{api}</p>"
             f"{body}</main></body></html>")
 
@@ -163,7 +163,7 @@ def risk_section(r: dict[str, Any] | None, classified: list[dict[str, str]] | No
     return warn + _kv(rows)
 
 
-def release_page(d: dict[str, Any]) -> str:
+def release_page(d: dict[str, Any], counts: str = "") -> str:  # counts: stream.console.budget.counts_section
     rid = quote(d["id"], safe="")
     w = d["window"]
     m = d.get("metrics") or {}
@@ -200,7 +200,7 @@ def release_page(d: dict[str, Any]) -> str:
                "to print or save for the privacy officer)</p>")
     body = (f'<h2>Summary</h2>{summary}<h2>Privacy</h2>{privacy}<h2>Re-identification risk</h2>{risk}'
             f'<h2>Plots</h2><div class=plots>{figs}</div>'
-            f"<h2>Offence frequency within classes</h2>{offences}<h2>Metrics</h2>{metrics}"
+            f"<h2>Offence frequency within classes</h2>{offences}<h2>Metrics</h2>{metrics}{counts}"
             f"<h2>Controls</h2>{control}<h2>Audit trail</h2>{audit}")
     return layout(f"Release {d['id']}", body, f"/api/releases/{rid}")
 

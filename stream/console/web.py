@@ -19,7 +19,7 @@ from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.console_queries import ReleaseFilter
-from stream.console import auth, pages
+from stream.console import auth, budget, pages
 from stream.console.control_routes import (
     GUARD,
     SERVICE,
@@ -45,6 +45,7 @@ API_INDEX = {
     "GET /api/windows?state=held,carried": "windows by state",
     "GET /api/stations": "stations with their pool counts and pause flag",
     "GET /api/audit?limit=": "audit trail",
+    "GET /api/budget": "privacy budget per block (cap, spent, remaining) and releases whose counts were refused",
     "POST /api/stations/{station}/pause|resume|flush": "control (token); flush: release what waits below "
                                                          "min_release_rows now",
     "POST /api/registry/add|remove (form or JSON: stations, note)": "station registry control (token)",
@@ -132,7 +133,8 @@ async def api_release(request: web.Request) -> web.Response:
 
 
 async def page_release(request: web.Request) -> web.Response:
-    return web.Response(text=pages.release_page(await _release(request)), content_type="text/html")
+    d = await _release(request)
+    return web.Response(text=pages.release_page(d, budget.counts_section(d.get("manifest"))), content_type="text/html")
 
 
 async def page_report(request: web.Request) -> web.Response:
@@ -215,6 +217,6 @@ def create_app(service: ConsoleService) -> web.Application:
         web.post("/api/stations/{station}/{action}", station_control),
         web.post("/api/registry/{action}", registry_control),
         web.post("/api/releases/{release_id}/verify", verify_release),
-        web.post("/api/windows/{window_id}/release", release_window),
+        web.post("/api/windows/{window_id}/release", release_window), *budget.routes(),
     ])
     return app

@@ -42,7 +42,28 @@ def render_markdown(release_id: str, manifest: dict[str, Any]) -> str:
     lines += ["", "Levels: 0 is the original value; `range` is a local-recoding interval and `set` a set "
               "`{a,b}` of original values, neither on a hierarchy level. The manifest beside this file "
               "carries the same codebook, signed.", ""]
-    return "\n".join(lines)
+    return "\n".join(lines + counts_paragraph(manifest))
+
+
+def counts_paragraph(manifest: dict[str, Any]) -> list[str]:
+    """The codebook's paragraph on the release's differentially private counts (none without them)."""
+    dp = manifest.get("dp")
+    if not isinstance(dp, dict):
+        return []
+    half = sorted({t.get("ci95") for t in dp.get("tables") or []} - {None})
+    width = f"± {half[0]:g}" if len(half) == 1 else "± ci95"
+    return ["## Counts and their intervals", "",
+            f"The counts in `_{manifest.get('release_id')}.counts.json` (`read_counts`) are not the exact counts: "
+            f"each is the exact count plus random noise (discrete {dp.get('mechanism')} mechanism, ε = "
+            f"{dp.get('epsilon')} per release shared by its tables, δ = {dp.get('delta')}), drawn once and never "
+            "redrawn, so that the counts reveal little about any one report (differential privacy, docs/privacy.md). "
+            f"The noise is centred on zero; a cell's 95 % interval, count {width}, holds the true count in 95 of "
+            f"100 cells, so a cell read as 12 {width} says the truth is likely in that range, and a difference "
+            "between two cells smaller than their intervals may be noise. Negative noisy counts are shown as 0, "
+            "and cells nobody fell in are published too (their counts are noise around zero). The counts cover the "
+            "reports this release took out of the pool, released and suppressed alike, so they can differ from a "
+            "count of the rows above by more than the noise when rows were suppressed."
+            + (f" This release has no counts: {dp['refused'].get('message')}." if dp.get("refused") else ""), ""]
 
 
 def write_codebook(out_dir: Path | str, release_id: str, manifest: dict[str, Any]) -> list[Path]:

@@ -61,12 +61,16 @@ def release_counts(received: int, released: int, suppressed: int, held_back: int
 def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
-                   columns: list[str], checksum: str, codebook: dict[str, Any] | None = None) -> dict[str, Any]:
+                   columns: list[str], checksum: str, codebook: dict[str, Any] | None = None,
+                   dp: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
     settings and the seed only, so the same input gives the same bytes whatever the load (no creation
     time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
-    ``timings``, and in the logs)."""
+    ``timings``, and in the logs). The one exception is ``dp`` (with a spec's ``[dp]``): the noisy count
+    tables, their mechanism and each budget block's spend (:mod:`stream.worker.dpcounts`), whose noise is
+    drawn afresh by each computation, never seeded; a re-publish sends the stored manifest."""
     first, last = span
+    extra = {"dp": dp} if dp is not None else {}
     return clean_json({
         "release_id": rid,
         "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
@@ -79,4 +83,5 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
         "records": records, "columns": columns, "checksum": checksum,
         "diagnostics": public_diagnostics(release.diagnostics),
         "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
+        **extra,  # differentially private counts and their budget (stream.worker.dpcounts)
     })

@@ -2,6 +2,7 @@
 
 Points (see docs/stream.md, "Failure model"): ``claim`` (a window was just claimed), ``anonymize``
 (inside a release, before the engine runs; in a release process it kills the worker that owns it),
+``after-noise`` (a release's differentially private counts are drawn, nothing is stored),
 ``after-ledger-write`` (the release is stored, nothing published), ``mid-publish`` (the records
 are sent, the manifest is not) and ``mid-republish`` (a re-publish from the ledger sent half of a
 release's records, not its manifest: stream/ops/republish.py). The kill is SIGKILL, as from the

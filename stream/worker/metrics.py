@@ -244,7 +244,23 @@ def ledger_families(db: Any) -> list[Any]:
             windows.add_metric([state], int(n))
         for state, n in s.execute(select(Release.state, func.count()).group_by(Release.state)).all():
             releases.add_metric([state], int(n))
-    return [pending, oldest, reports, counters, windows, releases]
+        budget = budget_family(s, now)
+    return [pending, oldest, reports, counters, windows, releases, budget]
+
+
+def budget_family(s: Any, now: datetime, days: int = 8) -> Any:
+    """``anonstream_dp_budget_remaining_rho{block}``: each privacy-budget block's ρ left (cap minus spent),
+    for blocks charged in the last ``days`` days (older blocks are no longer charged; their figures stay in
+    the ledger). Releases whose counts a cap refused: ``anonstream_ledger_counted{kind="dp-refused"}``."""
+    from db.budget import all_blocks
+
+    family = GaugeMetricFamily("anonstream_dp_budget_remaining_rho", "Privacy budget (rho, zCDP) left per "
+                               "budget block (station or feed, day)", labels=["block"])
+    for row in all_blocks(s):
+        at = row.updated_at if row.updated_at is None or row.updated_at.tzinfo else row.updated_at.replace(tzinfo=UTC)
+        if at is None or (now - at).days < days:
+            family.add_metric([row.block], max(float(row.cap_rho) - float(row.spent_rho), 0.0))
+    return family
 
 
 # --- readiness ----------------------------------------------------------------------------------------

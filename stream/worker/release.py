@@ -50,6 +50,7 @@ from stream.config.settings import Settings, secret_value
 from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.wire.signing import load_private_key, sign_manifest
+from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
@@ -101,6 +102,7 @@ class Orchestrator:
                                        settings.mode == "production")
         self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
+        check_counts(schema)  # a [dp] table whose groupings cannot be counted stops the worker here
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
         """Run the engine once on a few accepted reports, budgets cut (:func:`core.engines.warmup.warm_up`).
@@ -227,8 +229,9 @@ class Orchestrator:
         if on_verified is not None:
             on_verified()
         rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "")
+        dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point)  # budget checked before noise
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
-                           blocked_by, risk)
+                           blocked_by, risk, dp)
 
     def _carry(self, window: Window, n: int, floor: int, now: datetime) -> None:
         rule = f"k={self.settings.privacy.k}" if n < self.settings.privacy.k else f"min_release_rows={floor}"
@@ -250,7 +253,7 @@ class Orchestrator:
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
                now: datetime, timings: dict[str, float], blocked_by: dict[tuple[str, str], int],
-               risk: dict[str, Any] | None = None) -> str:
+               risk: dict[str, Any] | None = None, dp: DpOutcome | None = None) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
         table = typed_columns(rows_df, self.schema, context_values(self.context, window))
@@ -277,7 +280,7 @@ class Orchestrator:
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
-            checksum=checksum_encoded(encoded),
+            checksum=checksum_encoded(encoded), dp=dp.section if dp else None,
             codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
@@ -290,7 +293,7 @@ class Orchestrator:
             key_duplicates=key_dups, key_dropped=key_dropped,
             fingerprints=[(by_id[i].fingerprint, by_id[i].person_fp) for i in released_ids],
             content_fps=[by_id[i].content_fp for i in released_ids], blocked_by=blocked_by,
-            content_seen=seen_counts(sample))
+            content_seen=seen_counts(sample), budget=dp.charge if dp else None)
         t3 = time.perf_counter()
         if not self.repo.store(stored, self.worker, now, self.settings.claim_lease_s):
             log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id)

@@ -10,7 +10,8 @@ Layout of an output folder (read back with :func:`stream.analyst.dataset.read_re
 A release is written once: the data file is written under a temporary name and renamed last, so its
 presence means the release is complete, and a release whose file exists is skipped (idempotent by
 release id). The codebook (``stream.wire.codebook.write_codebook``: JSON and Markdown) is written beside
-it. File names come from the validated release id, never from a path.
+it, and so are the release's differentially private counts (``_<release id>.counts.json``,
+:mod:`stream.analyst.counts`). File names come from the validated release id, never from a path.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from stream.analyst.counts import write_counts
 from stream.analyst.export.csvfile import write_csv
 from stream.analyst.export.jsonl import write_jsonl
 from stream.analyst.export.parquet import write_parquet
@@ -75,6 +77,7 @@ def write_release(out_dir: Path, manifest: dict[str, Any], records: list[dict[st
         write_parquet(tmp, manifest, records)
     (folder / f"{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     write_codebook(folder, rid, manifest)  # <rid>.codebook.json and .md (nothing for a manifest without one)
+    write_counts(folder, rid, manifest)  # _<rid>.counts.json: differentially private counts, if any
     tmp.replace(path)
     return path
 

@@ -65,7 +65,12 @@ def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path, engine) -> None: 
         spinner.kill()
         spinner.wait()
     assert records_a == records_b
-    assert manifest_a == manifest_b
+    a, b = json.loads(manifest_a), json.loads(manifest_b)
+    for m in (a, b):  # the count tables' noise is fresh in each computation, never seeded (docs/stream.md)
+        m.pop("signature")
+        for table in (m.get("dp") or {}).get("tables", []):
+            assert table.pop("counts")
+    assert a == b
     Manifest.model_validate(json.loads(manifest_a))  # the model no longer needs created_at
     assert json.loads(manifest_a)["diagnostics"]["budget_cap_hit"] is False  # the budget, not a cap, stopped it
     assert b"created_at" not in manifest_a and b"timings" not in manifest_a and b"search_s" not in manifest_a

@@ -1,0 +1,93 @@
+"""A release's differentially private counts beside its data: ``_<release id>.counts.json``.
+
+With a spec's ``[dp]`` table each manifest carries, signed, noisy count tables over the spec's
+groupings, their mechanism and each budget block's spend (``manifest["dp"]``,
+:mod:`stream.worker.dpcounts`). ``anonstream consume`` writes them beside the release as a sidecar
+whose name starts with ``_``, so readers of the folder's data files (``pandas.read_parquet(folder)``,
+pyarrow, Spark) skip it; :func:`read_counts` loads them:
+
+    >>> from stream.analyst.dataset import read_counts
+    >>> read_counts("releases/", by=("offence",))        # release_id, offence, count, ci95
+
+Each ``count`` is the exact count plus noise from OpenDP's discrete Gaussian (or Laplace) mechanism,
+then clamped at zero; the true count lies within ``count ± ci95`` with 95 % probability (before the
+clamp). Cells of the public domain nobody fell in are published too (a missing cell would say
+"zero").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from core.dp.tables import CountTable
+from stream.wire.release_ids import valid_release_id
+
+SUFFIX = ".counts.json"
+
+
+def counts_name(release_id: str) -> str:
+    """The sidecar's file name (``_`` first: data readers of the folder skip it)."""
+    return f"_{release_id}{SUFFIX}"
+
+
+def write_counts(folder: Path, release_id: str, manifest: dict[str, Any]) -> Path | None:
+    """Write the manifest's ``dp`` section as ``folder/_<release id>.counts.json``; None without one."""
+    if valid_release_id(release_id) is None:
+        raise ValueError("release id outside the allowed alphabet")
+    dp = manifest.get("dp")
+    if not isinstance(dp, dict):
+        return None
+    path = folder / counts_name(release_id)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"release_id": release_id, **dp}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def counts_files(root: Path) -> list[Path]:
+    """The counts sidecars under ``root`` (or ``root`` itself), sorted by path."""
+    if root.is_file():
+        return [root]
+    return sorted(p for p in root.rglob(f"_*{SUFFIX}") if p.is_file())
+
+
+def _sidecar(path: Path) -> Path:
+    """A release data file's sidecar (``x/<rid>.parquet`` -> ``x/_<rid>.counts.json``), else ``path``."""
+    if path.is_file() and not path.name.endswith(SUFFIX):
+        return path.with_name(counts_name(path.name.split(".", 1)[0]))
+    return path
+
+
+def read_counts(path: str | Path, by: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
+    """The count tables under ``path`` (a folder written by ``consume``, a sidecar, or a release's data file)
+    as one DataFrame: ``release_id``, ``grouping`` (its columns joined by ``×``), the group columns,
+    ``count``, ``ci95``, ``mechanism`` and ``rho``. ``by``: only that grouping, without ``grouping``.
+
+    A release whose counts were refused (a budget block's cap) has no rows here; its sidecar says why
+    (``refused``)."""
+    root = _sidecar(Path(path))
+    if not root.exists():
+        raise FileNotFoundError(f"{root}: no such file or folder")
+    frames = []
+    for file in counts_files(root):
+        doc = json.loads(file.read_text(encoding="utf-8"))
+        for raw in doc.get("tables") or []:
+            table = CountTable.from_json(raw)
+            if by is not None and tuple(table.by) != tuple(by):
+                continue
+            frame = table.to_frame()
+            frame.insert(0, "grouping", "×".join(table.by))
+            frame.insert(0, "release_id", str(doc.get("release_id", "")))
+            frame["mechanism"] = table.mechanism
+            frame["rho"] = table.rho
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame({"release_id": pd.Series(dtype="string"), "count": pd.Series(dtype="int64"),
+                             "ci95": pd.Series(dtype="float64")})
+    out = pd.concat(frames, ignore_index=True, sort=False)
+    out["release_id"] = out["release_id"].astype("string")
+    return out.drop(columns=["grouping"]) if by is not None else out
