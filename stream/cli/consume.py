@@ -85,6 +85,12 @@ def cmd_consume(args: argparse.Namespace) -> int:
           + (f"; group {group} committed" if group else ""))
     for reason, n in sorted(asm.refused.items()):
         print(f"  refused {n} message(s): {reason}")
+    if asm.conflicts:
+        print(f"  refused {asm.conflicts} record(s) conflicting with their release's signed row hashes "
+              "(planted or altered records; the genuine ones were kept)")
+    if asm.incomplete():
+        print(f"  {len(asm.incomplete())} release(s) whose signed manifest verified never completed: "
+              + ", ".join(asm.incomplete()))
     return 0
 
 
