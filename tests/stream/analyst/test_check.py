@@ -23,11 +23,11 @@ from stream.wire.signing import sign_manifest
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 PUBLIC = KEY.public_key().public_bytes_raw().hex()
-COLUMNS = ["class_id", "age_lo", "age_hi", "share", "postcode", "event_date", "offence", "suppressed"]
-ROWS = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False],
-        [0, 20, 24, 1.0, "0123", "2024-03-01", "=HYPERLINK(1)", False],
-        [1, None, None, None, None, "2024-03-01", "Assault", True],
-        [1, 30, 34, 2.5, "3000", "2024-03-01", "-Theft", False]]
+COLUMNS = ["class_id", "age_lo", "age_hi", "share", "postcode", "event_date", "offence", "suppressed", "seen_at"]
+ROWS = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False, "2024-03-01T10:15:00+10:00"],
+        [0, 20, 24, 1.0, "0123", "2024-03-01", "=HYPERLINK(1)", False, "2024-03-01T00:00:00Z"],
+        [1, None, None, None, None, "2024-03-01", "Assault", True, None],
+        [1, 30, 34, 2.5, "3000", "2024-03-01", "-Théft", False, "2024-03-01T23:59:59.250000Z"]]
 
 
 def _release(rid: str) -> tuple[dict, list[dict]]:
@@ -123,3 +123,30 @@ def test_the_data_alone_reads_as_a_dataset(tmp_path: Path) -> None:
         "_r-other.manifest.json", "_r-target.manifest.json", "r-other.parquet", "r-target.parquet"]
     assert len(pd.read_parquet(out)) == 8
     assert ds.dataset(out, format="parquet", partitioning="hive").to_table().num_rows == 8
+
+
+def test_the_docs_verification_example_runs_with_cryptography_alone(tmp_path: Path) -> None:
+    """The block after ``<!-- verification-example -->`` in docs/stream.md, run in an isolated interpreter
+    (none of this project's modules importable): it verifies a consumed JSON-lines release and fails on a
+    changed one."""
+    import subprocess
+    import sys
+
+    docs = (Path(__file__).parents[3] / "docs" / "stream.md").read_text(encoding="utf-8")
+    block = docs.split("<!-- verification-example -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(block.splitlines()) <= 30
+    script = tmp_path / "verify.py"
+    script.write_text(block, encoding="utf-8")
+    _, target = _written(tmp_path, "jsonl")
+    folder = target.parent
+
+    def run(rid: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-I", str(script), str(folder), rid, PUBLIC], capture_output=True,
+                              text=True, cwd=tmp_path, timeout=60, check=False)
+
+    ok = run("r-target")
+    assert ok.returncode == 0 and "release r-target: signature and all 4 rows verified" in ok.stdout, ok.stderr
+    _rewrite(target, "jsonl", "value")
+    changed = run("r-target")
+    assert changed.returncode == 1 and "rows differ from the signed ones" in changed.stderr
+    assert run("r-other").returncode == 0
