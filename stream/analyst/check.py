@@ -74,7 +74,7 @@ def file_rows(path: Path, fmt: str) -> tuple[list[str], list[list[Any]]]:
         return list(table.column_names), [list(r) for r in zip(*columns, strict=True)]
     if fmt == "jsonl":
         header: list[str] | None = None
-        rows = []
+        rows: list[list[Any]] = []
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 if not line.strip():

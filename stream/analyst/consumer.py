@@ -44,13 +44,11 @@ MAX_CANDIDATES = 16  # distinct records kept per (release, seq) before its manif
 class ReleaseAssembler:
     """Collects manifests and records; yields each release once it is complete and verified.
 
-    Records are kept per ``seq`` as candidates (distinct messages, at most :data:`MAX_CANDIDATES` per
-    ``seq``), never first-come-first-kept: once a manifest with row hashes (``rows``,
-    :mod:`stream.wire.rowhash`) has verified, each ``seq`` keeps the candidate whose values hash to the
-    signed row hash and every other candidate is refused as a conflict (logged, counted in
-    ``conflicts``), whenever it arrived. Manifests without row hashes (older releases) complete only
-    when each ``seq`` has a single candidate and their ``checksum`` matches.
-    """
+    Records are kept per ``seq`` as candidates (distinct messages, at most :data:`MAX_CANDIDATES`), never
+    first-come-first-kept: once a manifest with row hashes (``rows``) has verified, each ``seq`` keeps the
+    candidate whose values hash to the signed row hash and every other one, whenever it arrives, is
+    refused as a conflict (logged, counted in ``conflicts``). Manifests without row hashes (older
+    releases) complete only when each ``seq`` has a single candidate and their ``checksum`` matches."""
 
     def __init__(self, public_key: Ed25519PublicKey) -> None:
         self.public_key = public_key

@@ -87,10 +87,27 @@ def canonical_text(value: Any) -> str | None:
     return text
 
 
-def row_hash(values: list[Any]) -> bytes:
+class TextCache(dict[tuple[type, Any], str | None]):
+    """:func:`canonical_text` memoized by (type, value): released columns repeat few distinct values."""
+
+    def text(self, value: Any) -> str | None:
+        try:
+            key = (type(value), value)
+            hit = self.get(key, self)
+        except TypeError:  # unhashable
+            return canonical_text(value)
+        if hit is self:
+            hit = self[key] = canonical_text(value)
+        return hit  # type: ignore[return-value]
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def row_hash(values: list[Any], cache: TextCache | None = None) -> bytes:
     """SHA-256 of a row's canonical texts as an RFC 8785 JSON array (32 bytes)."""
-    texts = [canonical_text(v) for v in values]
-    return hashlib.sha256(json.dumps(texts, ensure_ascii=False, separators=(",", ":")).encode()).digest()
+    texts = [cache.text(v) for v in values] if cache is not None else [canonical_text(v) for v in values]
+    return hashlib.sha256(_ENCODE(texts).encode()).digest()
 
 
 def hashed_columns(columns: list[str]) -> list[str]:
@@ -100,7 +117,8 @@ def hashed_columns(columns: list[str]) -> list[str]:
 
 def record_row(record: dict[str, Any], columns: list[str]) -> list[Any]:
     """A ``crime.anonymized`` message as the row its release file holds (:func:`hashed_columns` order)."""
-    values = record.get("values") if isinstance(record.get("values"), dict) else {}
+    values = record.get("values")
+    values = values if isinstance(values, dict) else {}
     return [record.get("class_id"), *(values.get(c) for c in hashed_columns(columns)[1:])]
 
 
@@ -115,7 +133,9 @@ def rows_digest(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
     published rows: class id first), in ``seq`` order."""
     names = [str(c) for c in columns]
     order = [names.index(c) for c in hashed_columns(names)]
-    return {**digest_of_hashes([row_hash([r[i] for i in order]) for r in rows]), "columns": hashed_columns(names)}
+    cache = TextCache()
+    return {**digest_of_hashes([row_hash([r[i] for i in order], cache) for r in rows]),
+            "columns": hashed_columns(names)}
 
 
 def short_hashes(digest: dict[str, Any]) -> list[bytes] | None:
