@@ -33,7 +33,8 @@ ROWS = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False, "2024-03-01T10:1
 def _release(rid: str) -> tuple[dict, list[dict]]:
     msgs = record_messages(rid, COLUMNS, ROWS)
     manifest = {"release_id": rid, "records": len(ROWS), "columns": COLUMNS, "checksum": checksum(msgs),
-                "window": {"start": "2024-03-01T00:00:00+00:00"}, "rows": rows_digest(COLUMNS, ROWS)}
+                "window": {"start": "2024-03-01T00:00:00+00:00"}, "rows": rows_digest(COLUMNS, ROWS),
+                "codebook": {"columns": [{"name": c, "type": "string", "meaning": c} for c in COLUMNS], "qis": {}}}
     return sign_manifest(manifest, KEY), msgs
 
 
@@ -119,8 +120,10 @@ def test_the_data_alone_reads_as_a_dataset(tmp_path: Path) -> None:
     import pyarrow.dataset as ds
 
     out, target = _written(tmp_path, "parquet")
-    assert sorted(p.name for p in target.parent.iterdir()) == [
-        "_r-other.manifest.json", "_r-target.manifest.json", "r-other.parquet", "r-target.parquet"]
+    assert sorted(p.name for p in target.parent.iterdir() if not p.name.startswith("_")) == [
+        "r-other.parquet", "r-target.parquet"]
+    assert {p.name for p in target.parent.glob("_r-target.*")} == {
+        "_r-target.manifest.json", "_r-target.codebook.json", "_r-target.codebook.md"}
     assert len(pd.read_parquet(out)) == 8
     assert ds.dataset(out, format="parquet", partitioning="hive").to_table().num_rows == 8
 
