@@ -30,6 +30,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.analyst.export import write_release
+from stream.analyst.offsets import GroupOffsets, commit
 from stream.ops.kafka_clients import open_client
 from stream.wire.records import checksum, dumps
 from stream.wire.release_ids import valid_release_id
@@ -59,6 +60,7 @@ class ReleaseAssembler:
         self.duplicate_records = 0
         self.duplicate_manifests = 0
         self.conflicts = 0  # records refused because another record of their seq matches the signed hash
+        self.overflowed: set[str] = set()  # releases a record was refused from for lack of room (MAX_CANDIDATES)
         self.refused: Counter[str] = Counter()  # reason -> messages refused
 
     def _refuse(self, reason: str, what: str) -> None:
@@ -116,9 +118,10 @@ class ReleaseAssembler:
         if rid not in self.manifests and rid not in self.records and len(self.records) > MAX_PENDING_RELEASES:
             self._refuse("too many releases without a manifest", "a record")
             return None
-        if len(candidates) >= MAX_CANDIDATES:
+        if len(candidates) >= MAX_CANDIDATES:  # follow_releases reads the release again once its manifest is in
             self._refuse(f"more than {MAX_CANDIDATES} conflicting records for one seq", f"a record of {rid}")
-            return None
+            self.overflowed.add(rid)
+            return rid  # its offset holds the group's commit back, and is where the release is read again
         self.records[rid].setdefault(seq, []).append(msg)
         return rid
 
@@ -186,37 +189,6 @@ def write_release_csv(out_dir: Path, manifest: dict[str, Any], records: list[dic
     return write_release(out_dir, manifest, records, "csv", None, raw_columns)
 
 
-class GroupOffsets:
-    """The offsets a consumer group may commit: never past a message of a release not yet written.
-
-    Per partition: the next offset after the last message read, lowered to the earliest offset of any
-    message still waiting in an incomplete release. A release whose records and manifest straddle polls
-    (or a crash) is therefore read again from its first message by the next run; writing is idempotent
-    by release id, so re-reading costs time, never a duplicate or a gap. Messages of a release that
-    never completes (records without a valid manifest) hold their partition's offset back for good.
-    """
-
-    def __init__(self) -> None:
-        self.read: dict[Any, int] = {}  # partition -> next offset after the last message read
-        self.waiting: dict[str, dict[Any, int]] = {}  # release id -> partition -> earliest offset kept
-
-    def seen(self, tp: Any, offset: int, rid: str | None) -> None:
-        self.read[tp] = max(self.read.get(tp, 0), offset + 1)
-        if rid is not None:
-            first = self.waiting.setdefault(rid, {})
-            first[tp] = min(first.get(tp, offset), offset)
-
-    def written(self, rid: str) -> None:
-        self.waiting.pop(rid, None)
-
-    def committable(self) -> dict[Any, int]:
-        out = dict(self.read)
-        for first in self.waiting.values():
-            for tp, offset in first.items():
-                out[tp] = min(out.get(tp, offset), offset)
-        return out
-
-
 def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | None = None,
                   from_start: bool = False) -> Any:
     """A kafka-python consumer assigned to every partition of ``topics`` (no group join: the test
@@ -249,22 +221,6 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | No
     return consumer
 
 
-def commit(consumer: Any, offsets: dict[Any, int], done: dict[Any, int]) -> None:
-    """Commit the partitions whose committable offset moved since ``done`` (updated in place). A commit
-    the broker refuses is logged and retried after the next poll: the next run would re-read, never skip."""
-    from kafka.errors import KafkaError
-    from kafka.structs import OffsetAndMetadata
-
-    moved = {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items() if done.get(tp) != off}
-    if moved:
-        try:
-            consumer.commit(moved)
-        except KafkaError as exc:
-            log.warning("offset commit failed (%s); will retry", type(exc).__name__)
-            return
-        done.update({tp: om.offset for tp, om in moved.items()})
-
-
 def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_topic: str,
                     on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
                     stop: Callable[[], bool], idle_s: float | None = None, *,
@@ -281,6 +237,7 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
     asm.done |= set(written)
     offsets = GroupOffsets()
     committed: dict[Any, int] = {}
+    reread: set[str] = set()
     last = time.monotonic()
     try:
         while not stop():
@@ -293,6 +250,13 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
             for manifest, records in asm.complete():
                 on_release(manifest, records)
                 offsets.written(manifest["release_id"])
+            for rid in sorted(asm.overflowed & set(asm.manifests) - reread):  # flooded before its manifest came:
+                reread.add(rid)  # read its records again, now filtered by the signed row hashes
+                log.warning("release %s: more than %d conflicting records for one seq; reading its records "
+                            "again", rid, MAX_CANDIDATES)
+                for tp, first in offsets.waiting.get(rid, {}).items():
+                    if tp.topic == records_topic:
+                        consumer.seek(tp, first)
             if group is not None:
                 commit(consumer, offsets.committable(), committed)
             if got:

@@ -47,6 +47,23 @@ def test_planted_records_never_silence_the_genuine_release(when: str) -> None:
     assert asm.incomplete() == []
 
 
+def test_a_flood_of_planted_records_marks_the_release_to_be_read_again() -> None:
+    """More than MAX_CANDIDATES distinct records for one seq before the manifest: the genuine one may be
+    refused for lack of room, so the release is marked (follow_releases reads its records again once the
+    manifest is in, and then only the genuine record is kept)."""
+    from stream.analyst.consumer import MAX_CANDIDATES
+
+    manifest, msgs = _release("r-f")
+    asm = ReleaseAssembler(KEY.public_key())
+    for i in range(MAX_CANDIDATES):
+        asm.add_raw(dumps(_forged("r-f", 0, f"Murder {i}")), is_manifest=False)
+    for m in [*msgs, manifest]:
+        assert asm.add_raw(dumps(m), is_manifest=m is manifest) == "r-f"
+    assert list(asm.complete()) == [] and asm.overflowed == {"r-f"} and asm.incomplete() == ["r-f"]
+    asm.add_raw(dumps(msgs[0]), is_manifest=False)  # read again: now the signed hash decides at once
+    assert [(d["release_id"], len(r)) for d, r in asm.complete()] == [("r-f", 6)]
+
+
 def test_a_verified_manifest_whose_release_never_completes_is_counted() -> None:
     manifest, msgs = _release("r-y")
     asm = ReleaseAssembler(KEY.public_key())
@@ -71,6 +88,7 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
     """The attack of issue 26: the release id is predicted from the window id, the default seed and the
     public key id, a forged record is published under it as seq 0 before the worker releases the window;
     ``consume`` (default group) writes the genuine release, reports the conflict, writes nothing forged."""
+    from stream.analyst.consumer import MAX_CANDIDATES
     from stream.cli.main import main
     from stream.station.producer import make_producer
     from stream.testing.reports import DAY, day_of_reports
@@ -84,9 +102,10 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
         window = f"{sc.settings.window_key_for('S1')}|{DAY.strftime('%Y-%m-%dT%H:%M:%SZ')}|0"
         predicted = release_id(window, window_seed(sc.settings.sample_seed, window), deployment=key_id(public))
         producer = make_producer(sc.settings.bootstrap_servers())
-        for seq in (0, 1):
-            producer.send(sc.settings.topic_anonymized, key=predicted.encode(),
-                          value=dumps(_forged(predicted, seq, "PLANTED")))
+        for seq, n in ((0, MAX_CANDIDATES + 1), (1, 1)):  # a flood for seq 0: more than a consumer keeps
+            for i in range(n):
+                producer.send(sc.settings.topic_anonymized, key=predicted.encode(),
+                              value=dumps(_forged(predicted, seq, f"PLANTED {i}")))
         producer.flush()
         producer.close()
         sc.push(day_of_reports(1, 60, seed=11))
@@ -101,7 +120,7 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
         printed = capsys.readouterr().out
         assert (out / f"{predicted}.csv").is_file(), printed  # the genuine release, under the predicted id
         assert "PLANTED" not in (out / f"{predicted}.csv").read_text()
-        assert "refused 2 record(s) conflicting with their release's signed row hashes" in printed
+        assert "record(s) conflicting with their release's signed row hashes" in printed
         assert "never completed" not in printed
         assert main(["releases", "check", str(out), "--public-key", key]) == 0
     finally:
