@@ -225,15 +225,16 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
                     on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
                     stop: Callable[[], bool], idle_s: float | None = None, *,
                     public_key: Ed25519PublicKey, group: str | None = None, from_start: bool = False,
-                    written: set[str] | frozenset[str] = frozenset()) -> ReleaseAssembler:
+                    written: set[str] | frozenset[str] = frozenset(),
+                    assembler: ReleaseAssembler | None = None) -> ReleaseAssembler:
     """Poll both topics, calling ``on_release`` per complete verified release, until ``stop()`` or ``idle_s``
     of silence. A message that cannot be used is refused (logged, counted) and never stops the loop.
 
     With ``group``, offsets are committed for the group after each poll whose releases ``on_release``
     has returned from (see :class:`GroupOffsets`); ``written`` are ids already on disk, whose messages
-    are skipped as duplicates and never hold an offset back."""
+    are skipped as duplicates and never hold an offset back. ``assembler``: the one to fill (default: a new one)."""
     consumer = make_consumer(bootstrap, [releases_topic, records_topic], group, from_start)
-    asm = ReleaseAssembler(public_key)
+    asm = assembler or ReleaseAssembler(public_key)
     asm.done |= set(written)
     offsets = GroupOffsets()
     committed: dict[Any, int] = {}

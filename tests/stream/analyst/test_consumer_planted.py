@@ -81,6 +81,43 @@ def test_older_manifests_without_row_hashes_still_complete_when_nothing_conflict
 
 
 @pytest.mark.broker
+def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka) -> None:  # type: ignore[no-untyped-def]
+    """The records (a flood of planted ones first) are read before the manifest exists; once it is
+    published and verified, follow_releases seeks back and writes the genuine release."""
+    import uuid
+
+    from stream.analyst.consumer import MAX_CANDIDATES, follow_releases
+    from stream.ops.broker import ensure_topics
+    from stream.station.producer import make_producer
+
+    tag = uuid.uuid4().hex[:8]
+    releases, records = f"t{tag}.crime.releases", f"t{tag}.crime.anonymized"
+    boot = [kafka.url.split("://")[-1]]
+    ensure_topics(boot, {releases: 1, records: 1})
+    manifest, msgs = _release("r-flood")
+    producer = make_producer(boot)
+    for m in [*(_forged("r-flood", 0, f"Murder {i}") for i in range(MAX_CANDIDATES + 2)), *msgs]:
+        producer.send(records, key=b"r-flood", value=dumps(m))
+    producer.flush()
+    asm = ReleaseAssembler(KEY.public_key())
+    written: list[list[str]] = []
+    sent: list[bool] = []
+
+    def stop() -> bool:  # the manifest goes out once the flood has overflowed seq 0
+        if "r-flood" in asm.overflowed and not sent:
+            producer.send(releases, key=b"r-flood", value=dumps(manifest)).get(timeout=30)
+            sent.append(True)
+        return bool(written)
+
+    try:
+        follow_releases(boot, releases, records, lambda m, r: written.append([x["values"]["offence"] for x in r]),
+                        stop, idle_s=20, public_key=KEY.public_key(), assembler=asm)
+    finally:
+        producer.close()
+    assert written == [["Theft"] * 6] and asm.conflicts >= MAX_CANDIDATES
+
+
+@pytest.mark.broker
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg, tmp_path: Path, monkeypatch,
