@@ -1,10 +1,13 @@
 """Downstream: follow ``crime.releases`` and ``crime.anonymized`` and assemble complete, signed releases.
 
 A release is complete once its manifest has arrived, its Ed25519 signature verifies with the service's
-public key (:mod:`stream.wire.signing`), and the records received for it (deduplicated by ``seq``) number
-``manifest.records`` and hash to ``manifest.checksum``. Records can arrive more than once
-(at-least-once publishing) and manifests too; both are deduplicated, and a release already written is
-skipped. Anything else on the topics is refused with a logged reason and the consumer keeps going:
+public key (:mod:`stream.wire.signing`), and it has, for every ``seq``, the record whose values hash to
+the manifest's signed row hash (``rows``, :mod:`stream.wire.rowhash`); a record planted under the same
+id and ``seq`` is refused as a conflict whenever it arrives, so it can never silence the genuine one.
+Records can arrive more than once (at-least-once publishing) and manifests too; both are
+deduplicated, and a release already written is skipped. A manifest that verified but whose release
+never completed is logged when consuming stops and counted (:meth:`ReleaseAssembler.incomplete`).
+Anything else on the topics is refused with a logged reason and the consumer keeps going:
 messages that are not JSON objects, manifests that are unsigned, forged or altered, release ids
 outside the allow-listed alphabet (``[A-Za-z0-9_-]``, at most 64 characters: file names are derived
 from the id, so an id can never name a path), and malformed records.
@@ -27,25 +30,37 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.analyst.export import write_release
+from stream.analyst.offsets import GroupOffsets, commit
 from stream.ops.kafka_clients import open_client
-from stream.wire.records import checksum
+from stream.wire.records import checksum, dumps
 from stream.wire.release_ids import valid_release_id
+from stream.wire.rowhash import SHORT, digest_of_hashes, record_row, row_hash, short_hashes
 from stream.wire.signing import verify_manifest
 
 log = logging.getLogger(__name__)
 MAX_PENDING_RELEASES = 10_000  # releases with records but no manifest yet, kept at most (memory bound)
+MAX_CANDIDATES = 16  # distinct records kept per (release, seq) before its manifest names the genuine one
 
 
 class ReleaseAssembler:
-    """Collects manifests and records; yields each release once it is complete and verified."""
+    """Collects manifests and records; yields each release once it is complete and verified.
+
+    Records are kept per ``seq`` as candidates (distinct messages, at most :data:`MAX_CANDIDATES`), never
+    first-come-first-kept: once a manifest with row hashes (``rows``) has verified, each ``seq`` keeps the
+    candidate whose values hash to the signed row hash and every other one, whenever it arrives, is
+    refused as a conflict (logged, counted in ``conflicts``). Manifests without row hashes (older
+    releases) complete only when each ``seq`` has a single candidate and their ``checksum`` matches."""
 
     def __init__(self, public_key: Ed25519PublicKey) -> None:
         self.public_key = public_key
-        self.records: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+        self.records: dict[str, dict[int, list[dict[str, Any]]]] = defaultdict(dict)
         self.manifests: dict[str, dict[str, Any]] = {}
+        self.expected: dict[str, list[bytes]] = {}  # release id -> signed short row hashes, in seq order
         self.done: set[str] = set()
         self.duplicate_records = 0
         self.duplicate_manifests = 0
+        self.conflicts = 0  # records refused because another record of their seq matches the signed hash
+        self.overflowed: set[str] = set()  # releases a record was refused from for lack of room (MAX_CANDIDATES)
         self.refused: Counter[str] = Counter()  # reason -> messages refused
 
     def _refuse(self, reason: str, what: str) -> None:
@@ -71,6 +86,18 @@ class ReleaseAssembler:
             return None
         return self.add_manifest(obj) if is_manifest else self.add_record(obj)
 
+    def _matches(self, rid: str, msg: dict[str, Any]) -> bool:
+        """Whether ``msg``'s values hash to the signed row hash of its ``seq`` (release ``rid``)."""
+        expected = self.expected[rid]
+        seq = msg["seq"]
+        row = record_row(msg, self.manifests[rid]["rows"]["columns"])
+        return seq < len(expected) and row_hash(row)[:SHORT] == expected[seq]
+
+    def _conflict(self, rid: str, msg: dict[str, Any]) -> None:
+        self.conflicts += 1
+        log.warning("release %s: refused a record for seq %s that does not match the signed row hash "
+                    "(a conflicting or planted record)", rid, msg.get("seq"))
+
     def add_record(self, msg: dict[str, Any]) -> str | None:
         rid = valid_release_id(msg.get("release_id"))
         seq = msg.get("seq")
@@ -78,14 +105,24 @@ class ReleaseAssembler:
                 or not isinstance(msg.get("values"), dict):
             self._refuse("malformed record", "a record")
             return None
-        if rid in self.done or seq in self.records.get(rid, {}):
+        if rid in self.done:
             self.duplicate_records += 1
             return None
-        if rid not in self.manifests and len(self.records) > MAX_PENDING_RELEASES:
-            self.records.pop(rid, None)
+        if rid in self.expected and not self._matches(rid, msg):
+            self._conflict(rid, msg)
+            return None
+        candidates = self.records.get(rid, {}).get(seq, [])
+        if any(dumps(c) == dumps(msg) for c in candidates):
+            self.duplicate_records += 1
+            return None
+        if rid not in self.manifests and rid not in self.records and len(self.records) > MAX_PENDING_RELEASES:
             self._refuse("too many releases without a manifest", "a record")
             return None
-        self.records[rid][seq] = msg
+        if len(candidates) >= MAX_CANDIDATES:  # follow_releases reads the release again once its manifest is in
+            self._refuse(f"more than {MAX_CANDIDATES} conflicting records for one seq", f"a record of {rid}")
+            self.overflowed.add(rid)
+            return rid  # its offset holds the group's commit back, and is where the release is read again
+        self.records[rid].setdefault(seq, []).append(msg)
         return rid
 
     def add_manifest(self, manifest: dict[str, Any]) -> str | None:
@@ -104,58 +141,52 @@ class ReleaseAssembler:
             self.duplicate_manifests += 1
             return None
         self.manifests[rid] = manifest
+        rows = manifest.get("rows")
+        expected = short_hashes(rows) if isinstance(rows, dict) and isinstance(rows.get("columns"), list) else None
+        if expected is not None:  # from now on each seq keeps only the record its signed hash names
+            self.expected[rid] = expected
+            for seq, candidates in list(self.records.get(rid, {}).items()):
+                keep = [c for c in candidates if self._matches(rid, c)]
+                for c in candidates:
+                    if c not in keep:
+                        self._conflict(rid, c)
+                self.records[rid][seq] = keep[:1]
         return rid
+
+    def _assemble(self, rid: str, manifest: dict[str, Any]) -> list[dict[str, Any]] | None:
+        recs = self.records.get(rid, {})
+        n = manifest["records"]
+        if sorted(s for s, c in recs.items() if c) != list(range(n)):
+            return None
+        ordered = [recs[s][0] for s in range(n)]
+        if rid in self.expected:
+            root = digest_of_hashes([row_hash(record_row(r, manifest["rows"]["columns"])) for r in ordered])["root"]
+            return ordered if root == manifest["rows"].get("root") else None
+        if any(len(recs[s]) > 1 for s in range(n)):  # no signed row hashes to choose by
+            return None
+        return ordered if checksum(ordered) == manifest["checksum"] else None
 
     def complete(self) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
         """Releases that became complete since the last call, with their records in ``seq`` order."""
         for rid, manifest in list(self.manifests.items()):
-            recs = self.records.get(rid, {})
-            if len(recs) != manifest["records"]:
-                continue
-            ordered = [recs[s] for s in sorted(recs)]
-            if checksum(ordered) != manifest["checksum"]:
+            ordered = self._assemble(rid, manifest)
+            if ordered is None:
                 continue
             self.done.add(rid)
             del self.manifests[rid]
+            self.expected.pop(rid, None)
             self.records.pop(rid, None)
             yield manifest, ordered
+
+    def incomplete(self) -> list[str]:
+        """Releases whose manifest verified but that are not complete (records missing or not matching)."""
+        return sorted(self.manifests)
 
 
 def write_release_csv(out_dir: Path, manifest: dict[str, Any], records: list[dict[str, Any]],
                       raw_columns: tuple[str, ...] = ()) -> Path | None:
     """``OUT/<release id>.csv`` + its manifest (:func:`stream.analyst.export.write_release`); None if written before."""
     return write_release(out_dir, manifest, records, "csv", None, raw_columns)
-
-
-class GroupOffsets:
-    """The offsets a consumer group may commit: never past a message of a release not yet written.
-
-    Per partition: the next offset after the last message read, lowered to the earliest offset of any
-    message still waiting in an incomplete release. A release whose records and manifest straddle polls
-    (or a crash) is therefore read again from its first message by the next run; writing is idempotent
-    by release id, so re-reading costs time, never a duplicate or a gap. Messages of a release that
-    never completes (records without a valid manifest) hold their partition's offset back for good.
-    """
-
-    def __init__(self) -> None:
-        self.read: dict[Any, int] = {}  # partition -> next offset after the last message read
-        self.waiting: dict[str, dict[Any, int]] = {}  # release id -> partition -> earliest offset kept
-
-    def seen(self, tp: Any, offset: int, rid: str | None) -> None:
-        self.read[tp] = max(self.read.get(tp, 0), offset + 1)
-        if rid is not None:
-            first = self.waiting.setdefault(rid, {})
-            first[tp] = min(first.get(tp, offset), offset)
-
-    def written(self, rid: str) -> None:
-        self.waiting.pop(rid, None)
-
-    def committable(self) -> dict[Any, int]:
-        out = dict(self.read)
-        for first in self.waiting.values():
-            for tp, offset in first.items():
-                out[tp] = min(out.get(tp, offset), offset)
-        return out
 
 
 def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | None = None,
@@ -190,38 +221,24 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | No
     return consumer
 
 
-def commit(consumer: Any, offsets: dict[Any, int], done: dict[Any, int]) -> None:
-    """Commit the partitions whose committable offset moved since ``done`` (updated in place). A commit
-    the broker refuses is logged and retried after the next poll: the next run would re-read, never skip."""
-    from kafka.errors import KafkaError
-    from kafka.structs import OffsetAndMetadata
-
-    moved = {tp: OffsetAndMetadata(off, "", -1) for tp, off in offsets.items() if done.get(tp) != off}
-    if moved:
-        try:
-            consumer.commit(moved)
-        except KafkaError as exc:
-            log.warning("offset commit failed (%s); will retry", type(exc).__name__)
-            return
-        done.update({tp: om.offset for tp, om in moved.items()})
-
-
 def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_topic: str,
                     on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
                     stop: Callable[[], bool], idle_s: float | None = None, *,
                     public_key: Ed25519PublicKey, group: str | None = None, from_start: bool = False,
-                    written: set[str] | frozenset[str] = frozenset()) -> ReleaseAssembler:
+                    written: set[str] | frozenset[str] = frozenset(),
+                    assembler: ReleaseAssembler | None = None) -> ReleaseAssembler:
     """Poll both topics, calling ``on_release`` per complete verified release, until ``stop()`` or ``idle_s``
     of silence. A message that cannot be used is refused (logged, counted) and never stops the loop.
 
     With ``group``, offsets are committed for the group after each poll whose releases ``on_release``
     has returned from (see :class:`GroupOffsets`); ``written`` are ids already on disk, whose messages
-    are skipped as duplicates and never hold an offset back."""
+    are skipped as duplicates and never hold an offset back. ``assembler``: the one to fill (default: a new one)."""
     consumer = make_consumer(bootstrap, [releases_topic, records_topic], group, from_start)
-    asm = ReleaseAssembler(public_key)
+    asm = assembler or ReleaseAssembler(public_key)
     asm.done |= set(written)
     offsets = GroupOffsets()
     committed: dict[Any, int] = {}
+    reread: set[str] = set()
     last = time.monotonic()
     try:
         while not stop():
@@ -234,6 +251,13 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
             for manifest, records in asm.complete():
                 on_release(manifest, records)
                 offsets.written(manifest["release_id"])
+            for rid in sorted(asm.overflowed & set(asm.manifests) - reread):  # flooded before its manifest came:
+                reread.add(rid)  # read its records again, now filtered by the signed row hashes
+                log.warning("release %s: more than %d conflicting records for one seq; reading its records "
+                            "again", rid, MAX_CANDIDATES)
+                for tp, first in offsets.waiting.get(rid, {}).items():
+                    if tp.topic == records_topic:
+                        consumer.seek(tp, first)
             if group is not None:
                 commit(consumer, offsets.committable(), committed)
             if got:
@@ -242,4 +266,7 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
                 break
     finally:
         consumer.close(autocommit=False)
+    for rid in asm.incomplete():
+        log.warning("release %s: its manifest verified but its release never completed (%d of %d records)",
+                    rid, sum(1 for c in asm.records.get(rid, {}).values() if c), asm.manifests[rid]["records"])
     return asm

@@ -3,11 +3,12 @@
 ``path`` is a folder written by ``anonstream consume`` (flat, or partitioned with ``--partition-by date``,
 in any of CSV, Parquet and JSON lines, even mixed), or one release file. Every release's rows come with
 its ``release_id`` and the partition columns of its folder (``window_date`` as a date), unless the
-records carry a column of that name already. Columns are typed the same way whatever the format
-(:mod:`stream.analyst.export.types`): integers ``Int64``, decimals ``float64``, dates and times ``datetime64``,
-yes/no ``boolean``, everything else ``string``. CSV holds no types, so there a text column whose every
-value is written like a number (e.g. unmasked postcodes) reads as a number; Parquet and JSON lines keep
-the types exactly.
+records carry a column of that name already (the codebook beside each release lists these too).
+``read_releases(path, verify=True)`` first checks every file against its signed manifest. Columns are
+typed the same way whatever the format (:mod:`stream.analyst.export.types`): integers ``Int64``, decimals
+``float64``, dates and times ``datetime64``, yes/no ``boolean``, everything else ``string``. CSV holds no
+types, so there a text column whose every value is written like a number (e.g. unmasked postcodes)
+reads as a number; Parquet and JSON lines keep the types exactly.
 
     >>> from stream.analyst.dataset import read_releases
     >>> df = read_releases("releases/")
@@ -23,14 +24,14 @@ import json
 from pathlib import Path
 
 import pandas as pd
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from stream.analyst.check import release_data_files, resolve_public_key, verify_releases
 from stream.analyst.counts import read_counts
-from stream.analyst.export import FORMATS
 from stream.analyst.export.types import typed_column, typed_frame
 from stream.wire.csvsafe import unneutralize
-from stream.wire.release_ids import valid_release_id
 
-__all__ = ["read_counts", "read_releases", "release_files"]
+__all__ = ["read_counts", "read_releases"]
 
 
 def _read_one(path: Path, fmt: str) -> pd.DataFrame:
@@ -49,34 +50,28 @@ def _read_one(path: Path, fmt: str) -> pd.DataFrame:
     return typed_frame(frame, from_text=True)
 
 
-def release_files(root: Path) -> list[tuple[Path, str]]:
-    """Release data files under ``root`` (or ``root`` itself), sorted by path, with their format."""
-    if root.is_file():
-        fmt = root.suffix.lstrip(".")
-        if fmt not in FORMATS:
-            raise ValueError(f"{root.name}: not a release file (.csv, .parquet or .jsonl)")
-        return [(root, fmt)]
-    found = []
-    for fmt in FORMATS:
-        found += [(p, fmt) for p in root.rglob(f"*.{fmt}")
-                  if p.is_file() and valid_release_id(p.name[: -len(fmt) - 1]) is not None]
-    return sorted(found)
-
-
 def _partitions(path: Path, root: Path) -> dict[str, str]:
     """``key=value`` folder names between ``root`` and the file (hive-style partitions)."""
     rel = path.parent.relative_to(root) if root.is_dir() else Path()
     return dict(part.split("=", 1) for part in rel.parts if "=" in part)
 
 
-def read_releases(path: str | Path) -> pd.DataFrame:
-    """Every release under ``path`` as one typed DataFrame with ``release_id`` (and partition) columns."""
+def read_releases(path: str | Path, verify: bool = False,
+                  public_key: str | Ed25519PublicKey | None = None) -> pd.DataFrame:
+    """Every release under ``path`` as one typed DataFrame with ``release_id`` (and partition) columns.
+
+    With ``verify``, every release file is first re-hashed and compared with the signed manifest beside
+    it (:mod:`stream.analyst.check`); :class:`stream.analyst.check.ReleaseCheckError` names each release
+    that does not match. ``public_key`` (a key, 64 hex digits or ``@file``) defaults to the one
+    ``consume`` uses (``ANONSTREAM_RELEASE_PUBLIC_KEY``, else the local worker's key)."""
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
+    if verify:
+        verify_releases(root, resolve_public_key(public_key))
     frames = []
     keys: list[str] = []
-    for file, fmt in release_files(root):
+    for file, fmt in release_data_files(root):
         frame = _read_one(file, fmt)
         frame.insert(0, "release_id", pd.Series([file.name[: -len(fmt) - 1]] * len(frame), dtype="string",
                                                 index=frame.index))

@@ -14,10 +14,14 @@ DEFAULT_GROUP = "anonstream-consume"
 
 CONSUME_HELP = """\
 Follow the releases and anonymized topics and write each COMPLETE, SIGNED release (manifest signature
-verifies with the service's public key, record count and checksum match) as OUT/<release id>.<format>
-plus its manifest and its codebook (<id>.codebook.json and .md: what each column means). Unsigned,
+verifies with the service's public key, every record matches its signed row hash) as
+OUT/<release id>.<format> plus its manifest (_<id>.manifest.json) and its codebook (_<id>.codebook.json
+and .md: what each column means; the leading _ keeps them out of pandas.read_parquet(OUT)). Unsigned,
 forged or altered manifests, ids that are not plain names and messages that are not JSON are refused
-with a logged reason, and consuming goes on.
+with a logged reason, and consuming goes on. A record planted under a release's id and seq is refused
+by the signed row hashes whenever it arrives: the genuine release is still written. A release whose
+signed manifest verified but that never completed is listed when consume stops.
+`anonstream releases check OUT` later re-hashes the files against their signed manifests.
 
 Resuming: consume reads as the consumer group --group (default anonstream-consume) and commits the
 group's offsets only once the releases read so far are written, so a daily run reads only what is new,
@@ -85,6 +89,12 @@ def cmd_consume(args: argparse.Namespace) -> int:
           + (f"; group {group} committed" if group else ""))
     for reason, n in sorted(asm.refused.items()):
         print(f"  refused {n} message(s): {reason}")
+    if asm.conflicts:
+        print(f"  refused {asm.conflicts} record(s) conflicting with their release's signed row hashes "
+              "(planted or altered records; the genuine ones were kept)")
+    if asm.incomplete():
+        print(f"  {len(asm.incomplete())} release(s) whose signed manifest verified never completed: "
+              + ", ".join(asm.incomplete()))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""``anonstream releases list|show|verify|republish|export|report``: the releases in the ledger."""
+"""``anonstream releases list|show|verify|republish|export|report``: the releases in the ledger;
+``releases check``: release files on disk against their signed manifests."""
 
 from __future__ import annotations
 
@@ -207,9 +208,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Re-hash every release file under PATH and compare it with the signed manifest beside it."""
+    from stream.analyst.check import check_releases, resolve_public_key
+
+    key = resolve_public_key(args.public_key)
+    try:
+        results = check_releases(args.path, key)
+    except (FileNotFoundError, ValueError) as exc:
+        raise InputDataError(str(exc), reason="console") from None
+    if not results:
+        raise InputDataError(f"{args.path}: no release files (.csv, .parquet, .jsonl) found", reason="console")
+    failed = [r for r in results if not r.ok]
+    if args.json:
+        print_json({"ok": not failed, "releases": [{"release_id": r.release_id, "path": str(r.path), "rows": r.rows,
+                                                    "ok": r.ok, "problem": r.problem} for r in results]})
+    else:
+        for r in results:
+            print(f"release {r.release_id}: " + (f"OK ({r.rows} rows match the signed manifest)" if r.ok else
+                                                 f"CHANGED: {r.problem}") + f"  [{r.path}]")
+        print(f"{len(results) - len(failed)} of {len(results)} release file(s) match their signed manifests")
+    return 1 if failed else 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     common = ledger_options()
-    r = sub.add_parser("releases", help="list, show, re-verify, re-publish or export releases in the ledger")
+    r = sub.add_parser("releases", help="list, show, re-verify, re-publish or export releases in the ledger; "
+                                        "check release files")
     rs = r.add_subparsers(dest="releases_command", metavar="ACTION", required=True)
     lst = rs.add_parser("list", parents=[common], help="releases, newest first")
     lst.add_argument("--station", help="only releases containing this station")
@@ -242,3 +267,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     rpt.add_argument("id", help="a release id, or `latest`")
     rpt.add_argument("--out", required=True, help="the HTML file to write")
     rpt.set_defaults(func=cmd_report)
+    chk = rs.add_parser("check", help="check consumed release files against the signed manifests beside them "
+                        "(exit 1 if any value, row or row order changed)")
+    chk.add_argument("path", metavar="PATH", help="a folder written by `anonstream consume`, or one release file")
+    chk.add_argument("--public-key", help="the service's Ed25519 public key, 64 hex digits or @file "
+                     "(default: ANONSTREAM_RELEASE_PUBLIC_KEY, else the local worker's key)")
+    chk.add_argument("--json", action="store_true", help="print JSON")
+    chk.set_defaults(func=cmd_check)

@@ -1,4 +1,5 @@
-"""A release's codebook beside its data: ``<release id>.codebook.json`` and ``<release id>.codebook.md``.
+"""A release's codebook beside its data: ``_<release id>.codebook.json`` and ``_<release id>.codebook.md``
+(the leading ``_`` keeps them out of a dataset reader's view of the data).
 
 The codebook itself is built in :mod:`core.columns.codebook` and carried, signed, in the manifest
 (``manifest["codebook"]``); this module only renders it as short Markdown and writes both files.
@@ -31,7 +32,8 @@ def render_markdown(release_id: str, manifest: dict[str, Any]) -> str:
              f"- engine: {_cell(manifest.get('engine'))}, k = {manifest.get('k')}, l = {manifest.get('l')}",
              f"- labels: {_cell(cb.get('label_format'))}", "", "## Columns", "",
              "| column | type | meaning |", "|---|---|---|"]
-    lines += [f"| `{_cell(c['name'])}` | {_cell(c['type'])} | {_cell(c['meaning'])} |" for c in cb.get("columns", [])]
+    lines += [f"| `{_cell(c['name'])}` | {_cell(c['type'])} | {_cell(c['meaning'])} |"
+              for c in [*cb.get("columns", []), *cb.get("reader_columns", [])]]
     lines += ["", "## Quasi-identifiers: share of rows at each level", "",
               "| QI | hierarchy | level | rows | share |", "|---|---|---|---|---|"]
     for qi, entry in cb.get("qis", {}).items():
@@ -66,8 +68,24 @@ def counts_paragraph(manifest: dict[str, Any]) -> list[str]:
             + (f" This release has no counts: {dp['refused'].get('message')}." if dp.get("refused") else ""), ""]
 
 
-def write_codebook(out_dir: Path | str, release_id: str, manifest: dict[str, Any]) -> list[Path]:
-    """Write ``<release_id>.codebook.json`` and ``.md`` into ``out_dir``; returns the paths written.
+READER_COLUMNS = {  # the columns read_releases (stream.analyst.dataset) adds to every release's rows
+    "release_id": ("string", "the release the row belongs to (its file name; signed in its manifest)"),
+    "window_date": ("date", "the UTC day the release's window starts (the folder window_date=YYYY-MM-DD of a "
+                            "dataset written with --partition-by date)"),
+}
+
+
+def reader_columns(partitions: list[str]) -> list[dict[str, str]]:
+    """Codebook entries of the columns ``read_releases`` adds: ``release_id`` and the folder's partitions."""
+    return [{"name": c, "type": READER_COLUMNS[c][0], "meaning": READER_COLUMNS[c][1] + " (added by read_releases)"}
+            for c in ["release_id", *partitions] if c in READER_COLUMNS]
+
+
+def write_codebook(out_dir: Path | str, release_id: str, manifest: dict[str, Any],
+                   partitions: list[str] | None = None) -> list[Path]:
+    """Write ``_<release_id>.codebook.json`` and ``.md`` into ``out_dir``; returns the paths written.
+    Both list, after the release's own columns, those ``read_releases`` adds (``release_id`` and the
+    ``partitions`` of the folder, e.g. ``window_date``).
 
     Writes nothing (returns ``[]``) for a manifest without a codebook (releases made before it existed).
     Raises ValueError for a release id outside the allow-listed alphabet (a file name is never a path).
@@ -79,10 +97,11 @@ def write_codebook(out_dir: Path | str, release_id: str, manifest: dict[str, Any
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    codebook = {**codebook, "reader_columns": reader_columns(partitions or [])}
     written = []
     for suffix, text in ((".codebook.json", json.dumps(codebook, indent=2, sort_keys=True) + "\n"),
-                         (".codebook.md", render_markdown(release_id, manifest))):
-        path = out / f"{release_id}{suffix}"
+                         (".codebook.md", render_markdown(release_id, {**manifest, "codebook": codebook}))):
+        path = out / f"_{release_id}{suffix}"
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)

@@ -49,7 +49,8 @@ from db.window_state import carry_duplicates, due_windows, event_span
 from stream.config.settings import Settings, secret_value
 from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
-from stream.wire.signing import load_private_key, sign_manifest
+from stream.wire.rowhash import rows_digest
+from stream.wire.signing import key_id, load_private_key, sign_manifest
 from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
@@ -228,7 +229,8 @@ class Orchestrator:
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
-        rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "")
+        rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "",
+                         deployment=key_id(self.signer.public_key()))
         dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point)  # budget checked before noise
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            blocked_by, risk, dp)
@@ -282,6 +284,7 @@ class Orchestrator:
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
             checksum=checksum_encoded(encoded), dp=dp.section if dp else None,
             codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
+        manifest["rows"] = rows_digest(self.columns, rows)  # per-row hashes over the values (stream.wire.rowhash)
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,

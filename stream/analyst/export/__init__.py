@@ -2,10 +2,15 @@
 
 Layout of an output folder (read back with :func:`stream.analyst.dataset.read_releases`):
 
-* flat: ``OUT/<release id>.<ext>`` and ``OUT/<release id>.manifest.json``;
+* flat: ``OUT/<release id>.<ext>`` and its signed manifest ``OUT/_<release id>.manifest.json``;
 * partitioned by date (``partition_by="date"``, one growing dataset): ``OUT/window_date=YYYY-MM-DD/``
-  holding the same two files, the date being the UTC day the release's window starts (hive style, so
+  holding the same files, the date being the UTC day the release's window starts (hive style, so
   pyarrow, Spark or DuckDB read the folder as one table).
+
+Sidecar files (manifest, codebook) and files being written start with ``_`` or ``.``, which pyarrow's
+dataset discovery (and so ``pandas.read_parquet(folder)``), Spark and DuckDB's hive readers skip: a
+folder of releases reads as its data alone. Folders written before this layout kept the manifest as
+``<release id>.manifest.json``; :func:`manifest_path` finds either.
 
 A release is written once: the data file is written under a temporary name and renamed last, so its
 presence means the release is complete, and a release whose file exists is skipped (idempotent by
@@ -68,15 +73,15 @@ def write_release(out_dir: Path, manifest: dict[str, Any], records: list[dict[st
         raise ValueError("release file would leave the output folder")
     if path.exists():
         return None
-    tmp = folder / f"{rid}.{fmt}.tmp"
+    tmp = folder / f".{rid}.{fmt}.tmp"
     if fmt == "csv":
         write_csv(tmp, manifest, records, raw_columns)
     elif fmt == "jsonl":
         write_jsonl(tmp, manifest, records)
     else:
         write_parquet(tmp, manifest, records)
-    (folder / f"{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    write_codebook(folder, rid, manifest)  # <rid>.codebook.json and .md (nothing for a manifest without one)
+    (folder / f"_{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_codebook(folder, rid, manifest, [PARTITION_KEY] if partition_by else [])  # _<rid>.codebook.json, .md
     write_counts(folder, rid, manifest)  # _<rid>.counts.json: differentially private counts, if any
     tmp.replace(path)
     return path
@@ -92,3 +97,11 @@ def written_release_ids(out_dir: Path, fmt: str) -> set[str]:
         if rid is not None and path.is_file():
             found.add(rid)
     return found
+
+
+def manifest_path(data_file: Path, release_id: str) -> Path | None:
+    """The manifest beside a release's data file (``_<id>.manifest.json``, or the older ``<id>.manifest.json``)."""
+    for name in (f"_{release_id}.manifest.json", f"{release_id}.manifest.json"):
+        if (data_file.parent / name).is_file():
+            return data_file.parent / name
+    return None

@@ -53,7 +53,7 @@ def test_read_releases_on_every_format_flat_and_partitioned(tmp_path: Path, fmt:
     if partition_by:
         assert sorted(p.name for p in tmp_path.iterdir()) == ["window_date=2024-03-01", "window_date=2024-03-02"]
         assert (tmp_path / "window_date=2024-03-02" / f"r-c.{fmt}").exists()
-        assert (tmp_path / "window_date=2024-03-02" / "r-c.manifest.json").exists()
+        assert (tmp_path / "window_date=2024-03-02" / "_r-c.manifest.json").exists()
     df = read_releases(tmp_path)
     assert len(df) == 18 and df.groupby("release_id").size().to_dict() == {"r-a": 6, "r-b": 6, "r-c": 6}
     assert list(df.columns[:2]) == ["release_id", "class_id"]

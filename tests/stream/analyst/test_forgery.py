@@ -134,7 +134,7 @@ def test_consume_on_a_real_broker_writes_only_verified_releases_inside_out(kafka
     assert main(["consume", "--broker", kafka.url, "--out", str(out), "--idle", "3", "--timeout", "60"]) == 0
     printed = capsys.readouterr().out
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert files == ["deep/out/r-good.csv", "deep/out/r-good.manifest.json"], files
+    assert files == ["deep/out/_r-good.manifest.json", "deep/out/r-good.csv"], files
     assert "'=cmd" in (out / "r-good.csv").read_text()
     assert "refused" in printed and "signed by another key" in printed and "not JSON" in printed
 

@@ -27,11 +27,15 @@ def manifest() -> dict:
 
 def test_writes_json_and_markdown(tmp_path, manifest):
     paths = write_codebook(tmp_path / "out", "r-abc", manifest)
-    assert [p.name for p in paths] == ["r-abc.codebook.json", "r-abc.codebook.md"]
-    assert json.loads(paths[0].read_text()) == manifest["codebook"]
+    assert [p.name for p in paths] == ["_r-abc.codebook.json", "_r-abc.codebook.md"]  # "_": not data
+    written = json.loads(paths[0].read_text())
+    assert {k: v for k, v in written.items() if k != "reader_columns"} == manifest["codebook"]
+    assert [c["name"] for c in written["reader_columns"]] == ["release_id"]
     md = paths[1].read_text()
-    for col in manifest["columns"]:  # every published column is explained in the Markdown too
+    for col in [*manifest["columns"], "release_id"]:  # every column read_releases returns is explained too
         assert f"`{col}`" in md
+    in_dataset = write_codebook(tmp_path / "ds", "r-abc", manifest, ["window_date"])
+    assert "`window_date`" in in_dataset[1].read_text()
     assert "crime-reports" in md and md.count("\n") < 80  # short enough to read
     assert not list((tmp_path / "out").glob("*.tmp"))
 

@@ -14,7 +14,7 @@ import pytest
 from core.hierarchies.intervals import parse_interval
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
-from stream.wire.codebook import write_codebook
+from stream.wire.codebook import reader_columns, write_codebook
 from stream.wire.signing import verify_manifest
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
@@ -78,7 +78,7 @@ def test_manifest_carries_a_signed_codebook(released, tmp_path):  # type: ignore
         forged = {**manifest, "codebook": {**cb, "rows": cb["rows"] + 1}}
         assert verify_manifest(forged, public) is not None
         paths = write_codebook(tmp_path, manifest["release_id"], manifest)
-        assert [p.name for p in paths] == [f"{manifest['release_id']}.codebook.json",
-                                          f"{manifest['release_id']}.codebook.md"]
-        assert json.loads(paths[0].read_text()) == cb
+        assert [p.name for p in paths] == [f"_{manifest['release_id']}.codebook.json",
+                                          f"_{manifest['release_id']}.codebook.md"]
+        assert json.loads(paths[0].read_text()) == {**cb, "reader_columns": reader_columns([])}
         assert "suburb_region" in paths[1].read_text()
