@@ -78,13 +78,26 @@ def _linking_budget(d: dict[str, Any]) -> str:
     counts = m.get("counts") or {}
     blocked = [f"{rule} {counts.get(f'blocked_{rule}', 0)} ({why})" for rule, why in BLOCK_REASONS.items()
                if counts.get(f"blocked_{rule}")]
-    budget = m.get("budget") or m.get("dp") or (m.get("privacy") or {}).get("dp")
     return _rows([
         ("linking guard", e(m.get("link_guard") or "–")),
         ("reports blocked by it (never released)", e("; ".join(blocked)) if blocked else "none"),
-        ("privacy budget", e(human(budget)) if budget else
-         '<span class=muted>no differential-privacy budget applies to this release</span>'),
+        ("differentially private counts", _dp(m.get("dp"))),
     ])
+
+
+def _dp(dp: dict[str, Any] | None) -> str:
+    """The manifest's ``dp`` section for a signer: what was spent, what each block has left, or the refusal."""
+    if not dp:
+        return '<span class=muted>no differential-privacy budget applies to this release</span>'
+    head = (f"{e(dp.get('mechanism'))} noise, unit {e(dp.get('unit'))}, epsilon {e(human(dp.get('epsilon')))} "
+            f"(delta {e(human(dp.get('delta')))}); {len(dp.get('tables') or [])} count table(s)")
+    refused = dp.get("refused")
+    if refused:
+        head += f"<br><b>counts refused</b>: {e(refused.get('message'))}"
+    blocks = "".join(f"<br>block {e(b.get('block'))}: rho {e(human(b.get('spent_rho')))} spent of "
+                     f"{e(human(b.get('cap_rho')))}, {e(human(b.get('remaining_rho')))} left"
+                     for b in dp.get("blocks") or [])
+    return head + blocks
 
 
 def _warnings(d: dict[str, Any]) -> str:
