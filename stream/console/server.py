@@ -34,11 +34,7 @@ async def start_console(settings: Settings, db: Database | None = None, *, host:
     needs the operator token, in any mode; without one configured it refuses to start.
     """
     bind = host or settings.web_host
-    exposed = not is_loopback(bind)
-    if exposed and secret_value(settings.operator_token) is None and settings.mode != "production":
-        raise ParamsError(f"the console on {bind} would serve the ledger to other machines without a token: set "
-                          "ANONSTREAM_OPERATOR_TOKEN (generate one with `anonstream keys generate`) or bind 127.0.0.1",
-                          reason="missing-setting")
+    exposed = check_bind(settings, bind)
     service = ConsoleService(settings, db, status_provider=status_provider, broker_timeout_s=broker_timeout_s)
     runner = web.AppRunner(create_app(service, reads_need_token=exposed), access_log=None)
     await runner.setup()
@@ -46,6 +42,17 @@ async def start_console(settings: Settings, db: Database | None = None, *, host:
     await site.start()
     log.info("operator console on %s", console_url(runner))
     return runner
+
+
+def check_bind(settings: Settings, bind: str) -> bool:
+    """Whether the console on ``bind`` is exposed beyond loopback (then every read needs the token); in
+    embedded mode without a token, :class:`ParamsError` (production answers 403 everywhere instead)."""
+    exposed = not is_loopback(bind)
+    if exposed and secret_value(settings.operator_token) is None and settings.mode != "production":
+        raise ParamsError(f"the console on {bind} would serve the ledger to other machines without a token: set "
+                          "ANONSTREAM_OPERATOR_TOKEN (generate one with `anonstream keys generate`) or bind 127.0.0.1",
+                          reason="missing-setting")
+    return exposed
 
 
 def is_loopback(host: str) -> bool:

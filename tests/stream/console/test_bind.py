@@ -28,3 +28,15 @@ def test_embedded_console_on_all_interfaces_needs_a_token(seeded: Seeded) -> Non
         assert local.call("GET", "/api/releases", token=TOKEN)[0] == 200
     finally:
         c.close()
+
+
+def test_the_console_command_on_all_interfaces_without_a_token_is_one_error_line(seeded: Seeded, monkeypatch,
+                                                                                 capsys) -> None:  # type: ignore[no-untyped-def]
+    from stream.cli.main import main
+
+    for key in ("ANONSTREAM_OPERATOR_TOKEN", "ANONSTREAM_MODE"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["console", "--host", "0.0.0.0", "--port", "0", "--database", seeded.db.url]) == 2
+    out = capsys.readouterr()
+    assert out.err.startswith("error: the console on 0.0.0.0") and "ANONSTREAM_OPERATOR_TOKEN" in out.err
+    assert "serving" not in out.out

@@ -176,8 +176,8 @@ class Stack:
         log.close()
         self.procs.setdefault(name, []).append(proc)
 
-    def log(self, name: str) -> str:
-        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.tmp.glob(f"{name}-*.log")))
+    def log(self, name: str, tail: int = 3000) -> str:
+        return "\n".join(p.read_text(errors="replace")[-tail:] for p in sorted(self.tmp.glob(f"{name}-*.log")))
 
     def close(self) -> None:
         for procs in self.procs.values():
@@ -283,6 +283,7 @@ def test_what_compose_starts_starts_and_releases(pg, tmp_path) -> None:  # type:
                 raise AssertionError(f"a service this test does not start: {name}")
         assert len(stack.procs["worker"]) == 2
         _register_push_and_release(stack, docs)
+        _alerts_and_logs(stack)
     finally:
         stack.close()
 
@@ -335,3 +336,18 @@ def _register_push_and_release(stack: Stack, docs: dict[str, list[str]]) -> None
     assert _get(console + "/api/health", token)[0] == 200
     release = published()[0]
     assert release["k"] >= int(stack.env("worker")["ANONSTREAM_K"]) and release["stations"] == [station]
+
+
+def _alerts_and_logs(stack: Stack) -> None:
+    """A worker's /metrics serves every metric the alert rules name; its JSON log lines about a window or a
+    release carry both fields."""
+    from tests.stream.ops.test_alerts import PROMETHEUS_OWN, _named, _rules, served
+
+    status, body = _get(f"http://127.0.0.1:{stack.ports['6066']}/metrics")
+    assert status == 200
+    missing = _named(" ".join(r["expr"] for r in _rules())) - served(body.decode()) - PROMETHEUS_OWN
+    assert not missing, missing
+    lines = [json.loads(ln) for ln in stack.log("worker", 10**7).splitlines() if ln.startswith("{")]
+    about = [ln for ln in lines if re.search(r"\brelease r-|\bwindow \S*\|", ln["message"])]
+    assert any("published" in ln["message"] for ln in about)
+    assert all("window" in ln and "release_id" in ln for ln in about), [ln for ln in about if "window" not in ln]
