@@ -172,7 +172,7 @@ class Stack:
             env = self.env(name, port)
         log = (self.tmp / f"{name}-{replica}.log").open("wb")
         proc = subprocess.Popen(self.argv(svc["command"], port), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=env["ANONSTREAM_HOME"])
+                                stdin=subprocess.DEVNULL, cwd=self.tmp)
         log.close()
         self.procs.setdefault(name, []).append(proc)
 
@@ -192,8 +192,7 @@ def _image_env(home: Path) -> dict[str, str]:
     assert line is not None
     env = dict(item.split("=", 1) for item in line.group(1).split())
     assert env["ANONSTREAM_MODE"] == "production" and env["ANONSTREAM_LOG_FORMAT"] == "json"
-    home.mkdir(exist_ok=True)  # the image's user has it (useradd --create-home), and it is the WORKDIR
-    env["ANONSTREAM_HOME"] = str(home)
+    env["ANONSTREAM_HOME"] = str(home)  # the image creates it; here the services must (the worker does)
     for cache in ("ANONSTREAM_CACHE_DIR", "NUMBA_CACHE_DIR"):  # the test run's: the kernels are compiled there
         env[cache] = os.environ.get(cache, env[cache])
     return env
@@ -335,7 +334,19 @@ def _register_push_and_release(stack: Stack, docs: dict[str, list[str]]) -> None
     assert wait_until(lambda: bool(published()), timeout=300, interval=1.0), stack.log("worker")
     assert _get(console + "/api/health", token)[0] == 200
     release = published()[0]
-    assert release["k"] >= int(stack.env("worker")["ANONSTREAM_K"]) and release["stations"] == [station]
+    env = stack.env("worker")
+    assert release["k"] >= int(env["ANONSTREAM_K"]) and release["stations"] == [station]
+    # the release was made with the compose settings, and signed with the signing_key secret
+    status, body = _get(f"{console}/api/releases/{release['id']}", token)
+    manifest = json.loads(body)["manifest"]
+    assert status == 200 and manifest["engine"] == env["ANONSTREAM_ENGINE"]
+    assert manifest["link_guard"] == env["ANONSTREAM_LINK_GUARD"]
+    assert manifest["params"]["k"] == int(env["ANONSTREAM_K"])
+    keys = subprocess.run(stack.argv(["anonstream", "keys", "public"]), env=env, capture_output=True, text=True,
+                          timeout=120)
+    from stream.wire.signing import public_key_from_text, verify_manifest
+
+    assert keys.returncode == 0 and verify_manifest(manifest, public_key_from_text(keys.stdout.strip())) is None
 
 
 def _alerts_and_logs(stack: Stack) -> None:
