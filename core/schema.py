@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.contract import DateFormat, check_date_format, check_encoding
+from core.dp.spec import DPSpec
 from core.errors import SpecError
 
 
@@ -227,6 +228,7 @@ class DatasetSpec(_Strict):
     # stream: window context published as record columns (docs/stream.md "Release columns"): the day of
     # the releasing window and its key (the station, or the region). Both are in the manifest already.
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
+    dp: DPSpec | None = None  # differentially private count tables (core/dp/spec.py); off when absent
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:
