@@ -347,6 +347,13 @@ def _register_push_and_release(stack: Stack, docs: dict[str, list[str]]) -> None
     from stream.wire.signing import public_key_from_text, verify_manifest
 
     assert keys.returncode == 0 and verify_manifest(manifest, public_key_from_text(keys.stdout.strip())) is None
+    # without the registration step, production dead-letters the station's reports and push says so (exit 1)
+    unregistered = stack.tmp / "unregistered.csv"
+    pd.read_csv(csv).head(5).assign(station_id="S9").to_csv(unregistered, index=False)
+    push[push.index(str(csv))] = str(unregistered)
+    push[push.index("--station") + 1] = "S9"
+    done = subprocess.run(stack.argv(push), env=host_env, capture_output=True, text=True, timeout=300, cwd=stack.tmp)
+    assert done.returncode == 1 and "unknown-station" in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 def _alerts_and_logs(stack: Stack) -> None:
