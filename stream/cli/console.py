@@ -10,8 +10,9 @@ CONSOLE_HELP = """\
 Serve the operator console (HTML pages + JSON API) against the configured database: releases and
 their metrics and plots, pool / DLQ / lag / worker health, and the controls (pause / resume a
 station, re-verify a release from the output topic, release a held window), which need
-ANONSTREAM_OPERATOR_TOKEN. Without a token configured the console is read-only. In production
-(ANONSTREAM_MODE=production) every page needs the token: browsers sign in at /login, API clients
+ANONSTREAM_OPERATOR_TOKEN. Without a token configured the console is read-only, on loopback only
+(--host 0.0.0.0 needs a token). In production (ANONSTREAM_MODE=production), or bound beyond
+loopback, every page needs the token: browsers sign in at /login, API clients
 send `Authorization: Bearer <token>`; repeated wrong tokens are slowed down and logged.
 
 Example:
@@ -21,11 +22,12 @@ Example:
 
 def cmd_console(args: argparse.Namespace) -> int:
     from stream.config.settings import load_settings
-    from stream.console.server import serve
+    from stream.console.server import check_bind, serve
     from stream.ops.locate import check_database, resolve
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker, spec=args.spec),
                        need_database=True)
+    check_bind(settings, args.host or settings.web_host)  # beyond loopback: a token, or one error line
     check_database(settings.db_url())
     if settings.operator_token is None:
         print("console: no ANONSTREAM_OPERATOR_TOKEN set, " + ("every page answers 403 in production"

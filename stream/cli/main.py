@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "aggregate": ("stream.cli.aggregate", "differentially private counts of a file, charged to a ledger's budget"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
     "spec": ("stream.cli.spec", "draft a spec from your own file, check a file against a spec"),
-    "keys": ("stream.cli.keys", "print the public key analysts verify releases with, or a new secret"),
+    "keys": ("stream.cli.keys", "the public key of the releases, a new secret, or every secret file (init)"),
 }
 
 DESCRIPTION = """\

@@ -5,7 +5,9 @@
 * In production (``ANONSTREAM_MODE=production``) every page and API read needs it too: the header,
   or the session cookie a browser gets from ``/login`` (an HMAC of the token, HttpOnly,
   SameSite=Strict, so a cross-site form can never use it). Without a configured token the
-  production console answers 403 everywhere. In embedded mode reads stay open on loopback.
+  production console answers 403 everywhere. In embedded mode reads stay open on loopback only: a
+  console bound to any other address needs the token for every read too (``reads_need_token``), and
+  refuses to start without one (:func:`stream.console.server.start_console`).
 * Wrong tokens are slowed down per client address (:class:`TokenGuard`): the first few cost
   nothing, then each one waits twice as long as the previous one (up to a cap) and a client's
   guesses are checked one at a time, so parallel connections do not help; the failures are logged,
@@ -47,9 +49,9 @@ class TokenGuard:
     """Checks supplied tokens in constant time, slowing down and logging repeated wrong ones per client."""
 
     def __init__(self, settings: Settings, free: int = 3, base_s: float = 0.5, cap_s: float = 30.0,
-                 max_clients: int = 10_000) -> None:
+                 max_clients: int = 10_000, reads_need_token: bool = False) -> None:
         self.expected = secret_value(settings.operator_token) or ""
-        self.production = settings.mode == "production"
+        self.production = settings.mode == "production" or reads_need_token  # every read needs the token
         self.free, self.base_s, self.cap_s, self.max_clients = free, base_s, cap_s, max_clients
         self._clients: OrderedDict[str, _Client] = OrderedDict()
         self.failures = FailureLog(log, interval_s=60.0)

@@ -12,8 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
+from core.errors import ParamsError
 from db.session import Database
-from stream.config.settings import Settings
+from stream.config.settings import Settings, secret_value
 from stream.console.service import ConsoleService
 from stream.console.web import create_app
 
@@ -29,15 +30,41 @@ async def start_console(settings: Settings, db: Database | None = None, *, host:
 
     ``db`` lets the worker share its :class:`~db.session.Database`; ``status_provider`` (a cheap,
     non-blocking callable returning a JSON-able dict, e.g. the worker's counters) is shown on the
-    health page as the in-process worker status.
+    health page as the in-process worker status. Bound to an address other than loopback, every page
+    needs the operator token, in any mode; without one configured it refuses to start.
     """
+    bind = host or settings.web_host
+    exposed = check_bind(settings, bind)
     service = ConsoleService(settings, db, status_provider=status_provider, broker_timeout_s=broker_timeout_s)
-    runner = web.AppRunner(create_app(service), access_log=None)
+    runner = web.AppRunner(create_app(service, reads_need_token=exposed), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host or settings.web_host, DEFAULT_PORT if port is None else port)
+    site = web.TCPSite(runner, bind, DEFAULT_PORT if port is None else port)
     await site.start()
     log.info("operator console on %s", console_url(runner))
     return runner
+
+
+def check_bind(settings: Settings, bind: str) -> bool:
+    """Whether the console on ``bind`` is exposed beyond loopback (then every read needs the token); in
+    embedded mode without a token, :class:`ParamsError` (production answers 403 everywhere instead)."""
+    exposed = not is_loopback(bind)
+    if exposed and secret_value(settings.operator_token) is None and settings.mode != "production":
+        raise ParamsError(f"the console on {bind} would serve the ledger to other machines without a token: set "
+                          "ANONSTREAM_OPERATOR_TOKEN (generate one with `anonstream keys generate`) or bind 127.0.0.1",
+                          reason="missing-setting")
+    return exposed
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost`` (not ``0.0.0.0``, ``::`` or a name)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def console_url(runner: web.AppRunner) -> str:

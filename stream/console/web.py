@@ -200,8 +200,8 @@ async def root(_request: web.Request) -> web.Response:
     raise web.HTTPFound("/releases")
 
 
-def create_app(service: ConsoleService) -> web.Application:
-    guard = auth.TokenGuard(service.settings)
+def create_app(service: ConsoleService, reads_need_token: bool = False) -> web.Application:
+    guard = auth.TokenGuard(service.settings, reads_need_token=reads_need_token)
     app = web.Application(middlewares=[errors_and_headers, auth.make_auth_middleware(guard)], client_max_size=64 * 1024)
     app[SERVICE] = service
     app[GUARD] = guard

@@ -2,7 +2,9 @@
 
 * Text: ``2026-01-01T00:00:00Z INFO stream.worker.service: message [release=… window=… station=…]``.
 * JSON: one object per line with ``time``, ``level``, ``logger``, ``message`` and, when the call
-  passed them with ``extra=``, ``release_id``, ``window`` and ``station`` as fields (see :func:`ctx`).
+  passed them with ``extra=``, ``release_id``, ``window`` and ``station`` as fields (see :func:`ctx`):
+  a line about a window or a release has both ``window`` and ``release_id`` (null while a window has
+  no release yet), so one query finds every line of a window or of a release.
 
 The Kafka client libraries (kafka-python, aiokafka) log connections at INFO and whole payloads at
 DEBUG, and a payload carries a report's identifiers and quasi-identifiers. Their loggers are kept
@@ -32,9 +34,19 @@ FIELDS = ("release_id", "window", "station")
 
 
 def ctx(release_id: str | None = None, window: str | None = None, station: str | None = None) -> dict[str, Any]:
-    """``extra=`` for a log call: the fields the JSON format carries (never a report's values)."""
-    out = {"release_id": release_id, "window": window, "station": station}
-    return {k: v for k, v in out.items() if v is not None}
+    """``extra=`` for a log call: the fields the JSON format carries (never a report's values). A line about
+    a window or a release carries both ``window`` and ``release_id``, the one not known as null."""
+    out: dict[str, Any] = {"release_id": release_id, "window": window} if release_id or window else {}
+    return out | ({"station": station} if station is not None else {})
+
+
+def release_ctx(release_id: str, manifest: bytes) -> dict[str, Any]:
+    """:func:`ctx` of a release from its encoded manifest (its ``window.id``)."""
+    try:
+        window = (json.loads(manifest).get("window") or {}).get("id")
+    except (ValueError, AttributeError):
+        window = None
+    return ctx(release_id, window if isinstance(window, str) else None)
 
 
 def _utc(record: logging.LogRecord) -> str:
@@ -46,9 +58,9 @@ class JsonFormatter(logging.Formatter):
         out: dict[str, Any] = {"time": _utc(record), "level": record.levelname, "logger": record.name,
                                "message": record.getMessage(), "pid": record.process}
         for name in FIELDS:
-            value = getattr(record, name, None)
-            if value is not None:
-                out[name] = str(value)
+            if hasattr(record, name):  # passed with extra= (None: the line's window has no release yet)
+                value = getattr(record, name)
+                out[name] = None if value is None else str(value)
         if record.exc_info and record.exc_info[0] is not None:
             out["exception"] = self.formatException(record.exc_info)
         return json.dumps(out, ensure_ascii=False)

@@ -33,6 +33,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
     db = db or Database(settings.db_url())
     fleet = Fleet(settings, db)
     service = next(iter(fleet.services.values()))
+    settings.data_dir.mkdir(parents=True, exist_ok=True)  # faust creates its datadir, not the home above it
     app = faust.App(
         settings.app_id,
         broker=settings.faust_broker(),

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from db import ReleaseRepository
+from stream.ops.logs import ctx
 from stream.worker.throttle import FailureLog
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,10 @@ class LeaseKeeper:
             return
         self.failures.recovered("lease renewal")
         for wid in lost_w:
-            log.warning("window %s: claim taken over by another worker (lease expired)", wid)
+            log.warning("window %s: claim taken over by another worker (lease expired)", wid, extra=ctx(window=wid))
         for rid in lost_r:
-            log.warning("release %s: publishing claim taken over by another worker (lease expired)", rid)
+            log.warning("release %s: publishing claim taken over by another worker (lease expired)", rid,
+                        extra=ctx(release_id=rid))
 
     def close(self) -> None:
         if self._task is not None:

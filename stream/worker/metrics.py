@@ -25,12 +25,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from stream.worker.throttle import FailureLog
 
 log = logging.getLogger(__name__)
 STAGES = ("claim", "sample", "anonymize", "verify", "store", "publish")
+REFUSALS = ("risk", "budget", "verification", "conflict", "engine")  # why a window was held (the last: any other)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -214,8 +215,8 @@ def ledger_families(db: Any) -> list[Any]:
     """Gauges of the pool, windows, releases and the ledger's report counters."""
     from sqlalchemy import func, select
 
+    from db.models import AuditEntry, PendingReport, Release, Window
     from db.models import Counter as LedgerCounter
-    from db.models import PendingReport, Release, Window
 
     now = datetime.now(UTC)
     pending = GaugeMetricFamily("anonstream_pool_pending", "Reports pending per window key", labels=["window_key"])
@@ -227,6 +228,9 @@ def ledger_families(db: Any) -> list[Any]:
                                  "reason", labels=["kind", "reason"])
     windows = GaugeMetricFamily("anonstream_windows", "Windows by state (carried, held, open …)", labels=["state"])
     releases = GaugeMetricFamily("anonstream_releases", "Releases by state (stored, published)", labels=["state"])
+    refusals = CounterMetricFamily("anonstream_release_refusals", "Windows held, nothing published, since the ledger "
+                                   "began (audit log), by reason: risk, budget, verification, conflict, engine",
+                                   labels=["reason"])
     with db.read() as s:
         for key, n, first in s.execute(select(PendingReport.window_key, func.count(), func.min(
                 PendingReport.received_at)).where(PendingReport.state == "pending")
@@ -244,14 +248,19 @@ def ledger_families(db: Any) -> list[Any]:
             windows.add_metric([state], int(n))
         for state, n in s.execute(select(Release.state, func.count()).group_by(Release.state)).all():
             releases.add_metric([state], int(n))
+        held: dict[str, int] = {r: 0 for r in REFUSALS}
+        for (detail,) in s.execute(select(AuditEntry.detail).where(AuditEntry.action == "window-held")).all():
+            why = str((detail or {}).get("reason") or "").lower()
+            held[next((r for r in REFUSALS[:-1] if r[:6] in why), "engine")] += 1
+        for reason, n in held.items():
+            refusals.add_metric([reason], n)
         budget = budget_family(s, now)
-    return [pending, oldest, reports, counters, windows, releases, budget]
+    return [pending, oldest, reports, counters, windows, releases, refusals, budget]
 
 
 def budget_family(s: Any, now: datetime, days: int = 8) -> Any:
-    """``anonstream_dp_budget_remaining_rho{block}``: each privacy-budget block's ρ left (cap minus spent),
-    for blocks charged in the last ``days`` days (older blocks are no longer charged; their figures stay in
-    the ledger). Releases whose counts a cap refused: ``anonstream_ledger_counted{kind="dp-refused"}``."""
+    """``anonstream_dp_budget_remaining_rho{block}``: each budget block's ρ left, for blocks charged in the last
+    ``days`` days. Releases whose counts a cap refused: ``anonstream_ledger_counted{kind="dp-refused"}``."""
     from db.budget import all_blocks
 
     family = GaugeMetricFamily("anonstream_dp_budget_remaining_rho", "Privacy budget (rho, zCDP) left per "

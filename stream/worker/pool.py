@@ -32,6 +32,7 @@ from typing import Any
 
 from db.models import Window
 from stream.config.settings import Settings
+from stream.ops.logs import ctx
 from stream.worker.release import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class ReleasePool:
             return await loop.run_in_executor(self._pool(), _child_release, window_id, now)
         except BrokenProcessPool:
             log.error("a release process died while releasing window %s; restarting the release processes",
-                      window_id)
+                      window_id, extra=ctx(window=window_id))
             self._restart()
             raise
         finally:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from core.columns import build_codebook, release_columns, typed_columns
 from core.encoding import Schema, encode
-from core.engines.registry import engine_names, get_engine
+from core.engines.registry import get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
 from core.verify import verify_release
@@ -47,11 +47,13 @@ from db.batches import merge_completed
 from db.models import Window
 from db.window_state import carry_duplicates, due_windows, event_span
 from stream.config.settings import Settings, secret_value
+from stream.ops.logs import ctx
 from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
 from stream.wire.rowhash import rows_digest
 from stream.wire.signing import key_id, load_private_key, sign_manifest
 from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
+from stream.worker.engine_choice import resolve_engine
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
@@ -59,24 +61,6 @@ from stream.worker.sampling import draw, order_seed, publish_order, release_id, 
 
 log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")
-DEFAULT_ENGINE = "cg-kanon"
-FALLBACK_ENGINES = ("mondrian", "optimal")
-
-
-def resolve_engine(settings: Settings) -> str:
-    """The configured engine, else ``cg-kanon`` when registered, else the first importable fallback."""
-    if settings.engine:
-        return settings.engine
-    for name in (DEFAULT_ENGINE, *FALLBACK_ENGINES):
-        if name in engine_names():
-            try:
-                get_engine(name)
-            except ImportError:
-                continue
-            return name
-    return "optimal"
-
-
 def window_policy(settings: Settings) -> WindowPolicy:
     return settings.windows  # its feed is the settings' feed
 
@@ -172,10 +156,11 @@ class Orchestrator:
                 try:
                     return self._release(window, now, on_verified)
                 except ReleaseConflict as exc:
-                    log.warning("window %s: %s; recomputing", window.id, exc)
+                    log.warning("window %s: %s; recomputing", window.id, exc, extra=ctx(window=window.id))
             self._finish(window, "held", "kept conflicting with concurrent releases", now)
         except LostClaim:  # our lease ran out and another worker took the window over: it releases it
-            log.warning("window %s: claim lost to another worker; leaving the window to it", window.id)
+            log.warning("window %s: claim lost to another worker; leaving the window to it", window.id,
+                        extra=ctx(window=window.id))
         return None
 
     def _eligible(self, cands: list[Candidate]) -> tuple[list[Candidate], list[int], dict[tuple[str, str], int]]:
@@ -210,7 +195,7 @@ class Orchestrator:
             timings["anonymize_s"] = time.perf_counter() - t1
         except InfeasibleError as exc:
             self._finish(window, "carried", f"{exc.reason}: {exc.message}", now)
-            log.info("window %s carried: %s", window.id, exc.reason)
+            log.info("window %s carried: %s", window.id, exc.reason, extra=ctx(window=window.id))
             return None
         except AnonymizationError as exc:
             self._hold(window, f"{exc.reason}: {exc.message}", now)
@@ -225,12 +210,12 @@ class Orchestrator:
             self._hold(window, "verification failed: " + "; ".join(report.failures[:3]), now)
             return None
         t3 = time.perf_counter()
-        risk = release_risk(self.schema, frame, release, len(sample) / len(eligible), s, f"window {window.id}")
+        rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "",
+                         deployment=key_id(self.signer.public_key()))
+        risk = release_risk(self.schema, frame, release, len(sample) / len(eligible), s, ctx(rid, window.id))
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
-        rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "",
-                         deployment=key_id(self.signer.public_key()))
         dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point)  # budget checked before noise
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            blocked_by, risk, dp)
@@ -238,10 +223,10 @@ class Orchestrator:
     def _carry(self, window: Window, n: int, floor: int, now: datetime) -> None:
         rule = f"k={self.settings.privacy.k}" if n < self.settings.privacy.k else f"min_release_rows={floor}"
         self._finish(window, "carried", f"too small: {n} report(s) to release < {rule}", now)
-        log.info("window %s carried: %d report(s) to release < %s", window.id, n, rule)
+        log.info("window %s carried: %d report(s) to release < %s", window.id, n, rule, extra=ctx(window=window.id))
 
     def _hold(self, window: Window, reason: str, now: datetime) -> None:
-        ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason)
+        ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason, extra=ctx(window=window.id))
         self._finish(window, "held", reason, now)
 
     def _finish(self, window: Window, state: str, reason: str | None, now: datetime) -> None:
@@ -299,12 +284,14 @@ class Orchestrator:
             content_seen=seen_counts(sample), budget=dp.charge if dp else None)
         t3 = time.perf_counter()
         if not self.repo.store(stored, self.worker, now, self.settings.claim_lease_s):
-            log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id)
+            log.warning("release %s was stored before (window %s); its publisher publishes it", rid, window.id,
+                        extra=ctx(rid, window.id))
             return None
         if self.keep_encoded:
             with self._encoded_lock:
                 self._encoded[rid] = (dumps(manifest), encoded)
         log.info("release %s stored: window %s, %d released, %d suppressed, k=%d; %s, store %.2fs", rid, window.id,
                  counts["released"], counts["suppressed"], k_ach,
-                 ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()), time.perf_counter() - t3)
+                 ", ".join(f"{k} {v:.2f}s" for k, v in timings.items()), time.perf_counter() - t3,
+                 extra=ctx(rid, window.id))
         return rid

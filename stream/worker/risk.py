@@ -63,8 +63,9 @@ def k_regular_risk(k: int, records: int, threshold: float) -> dict[str, Any]:
 
 
 def release_risk(schema: Schema, sample: pd.DataFrame, release: Release, sampling_fraction: float,
-                 settings: Settings, where: str) -> dict[str, Any]:
-    """Risk profile of a verified release as JSON (for the manifest), logging its warnings.
+                 settings: Settings, where: dict[str, Any]) -> dict[str, Any]:
+    """Risk profile of a verified release as JSON (for the manifest), logging its warnings with the
+    release's ``window`` and ``release_id`` fields (``where``: :func:`stream.ops.logs.ctx`).
 
     The window's eligible reports are the population the sample was drawn from, so the journalist and
     marketer risks use ``sampling_fraction`` = sampled / eligible.
@@ -78,5 +79,5 @@ def release_risk(schema: Schema, sample: pd.DataFrame, release: Release, samplin
                         severity=spec.sensitive.severity if spec.sensitive else None,
                         sampling_fraction=sampling_fraction, threshold=settings.risk_threshold).summary()
     for warning in risk["warnings"]:
-        log.warning("%s: %s", where, warning)
+        log.warning("window %s, release %s: %s", where.get("window"), where.get("release_id"), warning, extra=where)
     return risk

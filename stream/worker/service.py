@@ -31,7 +31,7 @@ from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.config.settings import Settings
 from stream.intake.guards import Limits
 from stream.intake.validate import ReportValidator, screen_batch
-from stream.ops.logs import ctx
+from stream.ops.logs import release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
@@ -298,7 +298,7 @@ class WorkerService:
         self.metrics.released(manifest, self._release_s.pop(release_id, None), time.perf_counter() - started,
                               timings, s.feed)
         log.info("release %s published: %d records, then its manifest (%.2fs)", release_id, len(records),
-                 time.perf_counter() - started, extra=ctx(release_id=release_id))
+                 time.perf_counter() - started, extra=release_ctx(release_id, manifest))
 
     def _encoded(self, release_id: str) -> tuple[bytes, list[bytes]]:
         fresh = self.orchestrator.take_encoded(release_id)

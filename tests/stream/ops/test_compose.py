@@ -66,26 +66,36 @@ def test_kafka_is_single_node_kraft_with_loopback_listener(compose) -> None:  # 
 
 def test_healthchecks_and_dependencies(compose) -> None:  # type: ignore[no-untyped-def]
     s = compose["services"]
-    assert "pg_isready" in " ".join(s["postgres"]["healthcheck"]["test"])
-    assert s["migrate"]["command"][-1] == "migrate" and s["migrate"]["restart"] == "no"
+    # over TCP: the image's init server listens on the socket only, so a socket check passes too early
+    assert "pg_isready -h 127.0.0.1" in " ".join(s["postgres"]["healthcheck"]["test"])
+    # migrate retries the database with back-off, and compose restarts it if it still fails
+    assert s["migrate"]["command"][1:3] == ["migrate", "--wait"] and float(s["migrate"]["command"][3]) >= 60
+    assert s["migrate"]["restart"].startswith("on-failure")
     assert s["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert s["kafka-topics"]["depends_on"]["kafka"]["condition"] == "service_healthy"
     deps = {name: d["condition"] for name, d in s["worker"]["depends_on"].items()}
     assert deps["migrate"] == deps["kafka-topics"] == "service_completed_successfully"
     assert deps["kafka"] == deps["postgres"] == "service_healthy"
     assert "--no-migrate" in s["worker"]["command"]
-    # scalable with --scale: no fixed container name and no host port
+    # replicas kept by every `up` (default 2), scalable: no fixed container name and no host port
+    assert _interpolate(str(s["worker"]["deploy"]["replicas"]), {}) == "2"
     assert "container_name" not in s["worker"] and "ports" not in s["worker"]
     assert "healthcheck" in s["worker"]
 
 
 def test_topics_created_with_explicit_partitions(compose) -> None:  # type: ignore[no-untyped-def]
+    from stream.ops.broker import topic_partitions
+    from stream.wire.receipts import topic_config
+
     topics = compose["services"]["kafka-topics"]
     script = "\n".join(topics["command"])
     defaults = Settings()
-    created = dict(re.findall(r"create (\S+) \"?\$?\$?(\w+)\"?", script))
-    assert set(created) == {defaults.topic_reports, defaults.topic_dlq, defaults.topic_anonymized,
-                            defaults.topic_releases}
+    lines = re.findall(r"^\s*create (\S+) \"?\$?\$?(\w+)\"? (\S+)$", script, re.M)
+    created = {t: n for t, n, _ in lines}
+    # every topic a worker uses, the receipts and workers companions included, with their configs
+    assert set(created) == set(topic_partitions(defaults))
+    for topic, _n, config in lines:
+        assert set(topic_config(topic).items()) <= {tuple(config.split("=", 1))}, topic
     assert "--partitions" in script and "--if-not-exists" in script
     env = _env(topics)
     # the reports topic gets exactly the partition count the workers are configured with
@@ -93,6 +103,13 @@ def test_topics_created_with_explicit_partitions(compose) -> None:  # type: igno
     assert created[defaults.topic_reports] == "REPORTS_PARTITIONS"
     assert env["REPORTS_PARTITIONS"] == worker_env["ANONSTREAM_REPORTS_PARTITIONS"]
     assert created[defaults.topic_dlq] == "1" and created[defaults.topic_releases] == "1"
+
+
+def test_the_link_guard_is_the_documented_default(compose) -> None:  # type: ignore[no-untyped-def]
+    env = {k: _interpolate(v, {}) for k, v in _env(compose["services"]["worker"]).items()}
+    assert env["ANONSTREAM_LINK_GUARD"] == Settings().privacy.link_guard == "content"
+    example = (ROOT / ".env.example").read_text()
+    assert re.search(r"^ANONSTREAM_LINK_GUARD=content$", example, re.M)
 
 
 def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no-untyped-def]
@@ -223,7 +240,7 @@ def test_every_setting_the_services_need_is_set(compose, service, tmp_path, monk
 def test_healthchecks_exist_and_the_worker_uses_readiness(compose) -> None:  # type: ignore[no-untyped-def]
     s = compose["services"]
     for name, svc in s.items():
-        if svc.get("restart") == "no" or svc.get("profiles"):
+        if svc.get("restart", "").startswith(("no", "on-failure")) or svc.get("profiles"):
             continue  # one-shot jobs and optional monitoring
         assert "healthcheck" in svc, name
     assert "/ready" in " ".join(s["worker"]["healthcheck"]["test"])
@@ -290,7 +307,8 @@ def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metr
         if family.type == "counter":  # a labelled counter has no sample before its first label
             exported.add(family.name + "_total")
     exported |= {"anonstream_pool_pending", "anonstream_pool_oldest_pending_seconds", "anonstream_windows",
-                 "anonstream_releases", "anonstream_consumer_lag"}  # read at scrape time (ledger, consumer)
+                 "anonstream_releases", "anonstream_consumer_lag",
+                 "anonstream_release_refusals_total"}  # read at scrape time (ledger, consumer; test_alerts.py scrapes)
     used = set(re.findall(r"anonstream_[a-z_]+", exprs))
     assert used and used <= exported, used - exported
     titles = " ".join(p["title"].lower() for p in dash["panels"])
