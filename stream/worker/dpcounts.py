@@ -38,6 +38,7 @@ from core.encoding import Schema
 from db import Candidate, Database
 from db.budget import TOLERANCE, remaining
 from db.release_budget import BudgetCharge
+from stream.ops.logs import ctx
 from stream.worker.faults import crash_at
 
 log = logging.getLogger(__name__)
@@ -87,8 +88,9 @@ def refusal_message(block: str, cap: float, spent: float, rho: float, delta: flo
 
 
 def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: str, feed: str = "default",
-              fault_point: str | None = None) -> DpOutcome | None:
-    """The count tables of a release over ``sample``, or their refusal; None when the spec has no ``[dp]``."""
+              fault_point: str | None = None, release_id: str | None = None) -> DpOutcome | None:
+    """The count tables of release ``release_id`` over ``sample``, or their refusal; None when the spec has
+    no ``[dp]``."""
     spec = schema.spec
     cfg = spec.dp
     if cfg is None or not sample:
@@ -104,7 +106,7 @@ def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: 
     unit = cfg.unit if cfg.unit == "report" or frame[PERSON].notna().all() else "report"
     if unit != cfg.unit:
         log.warning("window %s: unit person needs every report's person fingerprint (the linking guard's "
-                    "person rule); counting per report", window_id)
+                    "person rule); counting per report", window_id, extra=ctx(release_id, window_id))
     head = {"mechanism": cfg.mechanism, "unit": unit, "epsilon": float(cfg.epsilon), "delta": float(cfg.delta),
             "population": POPULATION, "block_by": cfg.block}
     caps = {b: (min(float(cap), cap_rho), float(spent)) for b, (cap, spent) in caps.items()}  # as charge() caps
@@ -112,7 +114,7 @@ def dp_counts(db: Database, schema: Schema, sample: list[Candidate], window_id: 
         cap, spent = caps.get(b, (cap_rho, 0.0))
         if spent + rho > cap * (1 + TOLERANCE):
             message = refusal_message(b, float(cap), float(spent), rho, cfg.delta)
-            ALERT.warning("window %s: %s", window_id, message)
+            ALERT.warning("window %s: %s", window_id, message, extra=ctx(release_id, window_id))
             station = b.split("/")[0].split(":", 1)[1] if b.startswith("station:") else ""
             section = {**head, "rho": 0.0, "tables": [], "refused": {"block": b, "message": message},
                        "blocks": _budget_rows(cfg, caps, blocks, cap_rho, 0.0)}

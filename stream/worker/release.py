@@ -216,7 +216,7 @@ class Orchestrator:
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
-        dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point)  # budget checked before noise
+        dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point, rid)  # budget before noise
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            blocked_by, risk, dp)
 
