@@ -58,7 +58,10 @@ def _original_labels(schema: Schema, name: str, values: pd.Series) -> pd.Series:
 def _axis(schema: Schema, text: str, grids: dict[str, dict[str, Any]]) -> tuple[str, int | None]:
     name, _, level = text.partition(":")
     if name in grids:
-        return name, level_index(grids[name], level or 0)
+        try:
+            return name, level_index(grids[name], level or 0)
+        except ValueError as exc:
+            raise SpecError(f"spec field 'utility.crosstab': {name}: {exc}") from None
     spec = schema.spec
     if not level and (name == schema.sensitive or name in spec.passthrough):
         return name, None
@@ -120,7 +123,10 @@ def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, gri
              *, k: int = 1, public: bool = False) -> dict[str, Any]:
     """The two-way table of the spec's ``[utility] crosstab`` (or :func:`default_crosstab`)."""
     names = list(schema.spec.utility.crosstab or default_crosstab(schema))
-    axes = [_axis(schema, t, grids) for t in names]
+    try:
+        axes = [_axis(schema, t, grids) for t in names]
+    except SpecError as exc:  # a level the hierarchy lacks: reported, never a reason to hold a release
+        return {"columns": names, "error": exc.message, "max_error": None}
     orig, rel = [], []
     for col, lvl in axes:
         if lvl is None:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from core.columns import build_codebook, release_columns, typed_columns
+from core.metrics.utility import utility_paragraph, utility_report
 from core.encoding import Schema, encode
 from core.engines.registry import engine_names, get_engine
 from core.engines.warmup import warm_up
@@ -274,11 +275,13 @@ class Orchestrator:
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
         loss = metrics.get("gcp", metrics.get("loss_metric"))
+        utility = utility_report(self.schema, frame, rows_df, k=k_ach, public=True)  # publishable figures only
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
-            checksum=checksum_encoded(encoded),
-            codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
+            checksum=checksum_encoded(encoded), utility=utility, codebook=build_codebook(
+                self.schema, table, suppressed=len(suppressed_ids), context=self.context,
+                utility=utility_paragraph(utility)))
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(
             id=rid, window_id=window.id, window_key=window.key, stations=stations, engine=release.engine,
