@@ -28,11 +28,11 @@ import numpy as np
 import pandas as pd
 
 from core.columns import build_codebook, release_columns, typed_columns
-from core.metrics.utility import utility_paragraph, utility_report
 from core.encoding import Schema, encode
 from core.engines.registry import engine_names, get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
+from core.metrics.utility import utility_paragraph, utility_report
 from core.verify import verify_release
 from db import (
     Candidate,
