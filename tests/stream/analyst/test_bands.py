@@ -1,0 +1,64 @@
+"""``band_counts`` on released rows: counts per band at a chosen level, coarser rows apart."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.columns import build_codebook, typed_columns
+from core.engines.registry import run
+from core.generators import generate_crime_reports
+from stream.analyst import band_counts, read_codebook
+from stream.io.specs import load_schema
+
+
+@pytest.fixture(scope="module")
+def release() -> tuple[pd.DataFrame, dict]:
+    schema = load_schema("crime")
+    df = generate_crime_reports(np.random.default_rng(4), per_day=300)
+    rel = run("mondrian", df, schema, {"k": 5}, seed=0)
+    table = typed_columns(rel.rows, schema)
+    return table, build_codebook(schema, table, suppressed=len(rel.suppressed))
+
+
+def test_decades_match_the_typed_bounds(release) -> None:  # type: ignore[no-untyped-def]
+    table, codebook = release
+    bands = band_counts(table, "age", "band of width 10", codebook)
+    lo, hi = table["age_lo"], table["age_hi"]
+    inside = lo.notna() & (lo // 10 == hi // 10)
+    expected = (lo[inside] // 10 * 10).astype(int).map(lambda d: f"[{d}, {d + 9}]").value_counts()
+    assert bands.counts[bands.counts > 0].to_dict() == expected.to_dict()
+    assert bands.coarser == int((~inside).sum()) and bands.total == len(table)
+    firsts = [int(s.split(",")[0][1:]) for s in bands.counts.index]
+    assert firsts == list(range(firsts[0], firsts[-1] + 1, 10))  # every decade between, in order
+
+
+def test_tree_level_agrees_with_the_region_column(release) -> None:  # type: ignore[no-untyped-def]
+    table, codebook = release
+    bands = band_counts(table, "suburb", "region", codebook)
+    regions = table["suburb_region"].dropna().value_counts()
+    assert bands.counts[bands.counts > 0].to_dict() == regions.to_dict()
+    assert bands.coarser == int(table["suburb_region"].isna().sum())
+    assert len(bands.counts) == 8  # every region of the spec, empty ones included
+
+
+def test_read_codebook_from_a_folder_and_errors(release, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    table, codebook = release
+    (tmp_path / "r-1.codebook.json").write_text(json.dumps(codebook))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "r-2.manifest.json").write_text(json.dumps({"codebook": codebook}))
+    assert read_codebook(tmp_path) == codebook
+    assert read_codebook(tmp_path / "sub" / "r-2.manifest.json") == codebook
+    (tmp_path / "sub" / "r-3.codebook.json").write_text(json.dumps({**codebook, "spec": {"version": "other"}}))
+    with pytest.raises(ValueError, match="2 spec versions"):
+        read_codebook(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no codebook found"):
+        read_codebook(tmp_path / "empty")
+    with pytest.raises(ValueError, match="no level 'decade'"):
+        band_counts(table, "age", "decade", codebook)
+    with pytest.raises(ValueError, match="no grid for 'height'"):
+        band_counts(table, "height", 1, codebook)
