@@ -43,7 +43,10 @@ def spec_version(spec: DatasetSpec) -> str:
             return [strip(v) for v in node]
         return node
 
-    text = json.dumps(strip(spec.model_dump(mode="json")), sort_keys=True, separators=(",", ":"))
+    data = spec.model_dump(mode="json")
+    if not spec.model_fields_set & {"utility"} or data["utility"] == {"crosstab": None}:
+        data.pop("utility")  # a spec without [utility] keeps the version it had before the field existed
+    text = json.dumps(strip(data), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -78,14 +78,14 @@ def level_index(grid: dict[str, Any], level: int | str) -> int:
 
 def roll_up(labels: pd.Series, grid: dict[str, Any], level: int) -> pd.Series:
     """Each label's node at ``level`` (same index; None when the label is coarser than the level)."""
-    text = labels.astype(object).where(labels.notna(), TOP).astype(str).str.strip()
-    codes, uniq = pd.factorize(text)
+    codes, uniq = pd.factorize(labels.astype(object))  # work once per distinct label; missing: code -1
     top = len(grid["levels"]) - 1
     node = _NODE[grid["kind"]]
     if grid["kind"] == "table":
         grid = {**grid, "_index": _table_index(grid)}  # a copy: the caller's grid stays plain JSON
-    mapped = [TOP if level >= top else (None if u == TOP else node(u, grid, level)) for u in uniq]
-    out = np.array([*mapped, None], dtype=object)[codes]
+    text = [str(u).strip() for u in uniq]
+    mapped = [TOP if level >= top else (None if u == TOP else node(u, grid, level)) for u in text]
+    out = np.array([*mapped, TOP if level >= top else None], dtype=object)[codes]
     return pd.Series(out, index=labels.index, dtype=object)
 
 

@@ -36,7 +36,7 @@ from core.errors import SpecError
 
 
 def _counts(values: pd.Series) -> dict[str, int]:
-    vc = values.dropna().astype(str).value_counts()
+    vc = values.value_counts(dropna=True)
     return {str(k): int(v) for k, v in sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
@@ -143,9 +143,10 @@ def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, gri
     if len(table):
         err = (table["original"] - table["released"]).abs()
         cell = err.sort_values(ascending=False, kind="stable").index[0]
-        worst = {"cell": [str(cell[0]), str(cell[1])], "original": int(table.loc[cell, "original"]),
-                 "released": int(table.loc[cell, "released"]), "error": int(err[cell])}
-        if public and worst["original"] < k:
+        cell_original = int(table.loc[cell, "original"])
+        worst: dict[str, Any] = {"cell": [str(cell[0]), str(cell[1])], "original": cell_original,
+                                 "released": int(table.loc[cell, "released"]), "error": int(err[cell])}
+        if public and cell_original < k:
             worst = {"cell": None, "original": None, "released": None, "error": worst["error"]}
         out["max_error"] = worst
     return out
