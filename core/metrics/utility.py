@@ -1,5 +1,5 @@
 """The utility report of a release: what anonymization cost, per QI level, for the sensitive attribute
-and for one two-way table (docs/privacy.md "Utility report").
+and for one two-way table (docs/risk.md "Utility: what a release still answers").
 
 Definitions (``n`` original rows; released rows carry generalized labels; rows the engine suppressed
 are not published and count as ``*``):

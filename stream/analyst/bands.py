@@ -11,6 +11,7 @@ bands. Rows the engine suppressed are not in the data at all (the manifest count
     >>> ages = band_counts(df, "age", "band of width 10", read_codebook("releases/"))
     >>> ages.counts          # rows per decade band, empty bands included
     >>> ages.coarser         # rows released coarser than a decade
+    >>> read_utility("releases/").query("qi == 'age'")   # per release and level: share resolved, TVD
 
 Labels of nested-band releases are always hierarchy nodes, so every row lands in exactly one band or
 in ``coarser``. Free ranges (engines run with nesting turned off) roll up only when a range happens
@@ -60,6 +61,24 @@ def read_codebook(path: str | Path) -> dict[str, Any]:
     if len(versions) > 1:
         raise ValueError(f"{root}: releases of {len(versions)} spec versions; pass one codebook file")
     return books[0]
+
+
+def read_utility(path: str | Path) -> pd.DataFrame:
+    """The utility reports of the releases under ``path`` (their signed manifests' ``utility``) as one
+    table: a row per release, QI and level with ``resolved`` (share of the release's rows placed in a
+    band of that level), ``coarser`` (rows above it) and ``tvd`` (distance between the original and the
+    released distribution at that level, docs/risk.md). Releases made before the report exist are skipped."""
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(p for p in root.rglob("*manifest.json") if p.is_file())
+    rows = []
+    for file in files:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+        for qi, entry in ((manifest.get("utility") or {}).get("qis") or {}).items():
+            rows += [{"release_id": manifest.get("release_id"), "qi": qi, "level": lv["level"], "name": lv["name"],
+                      "resolved": lv["resolved"], "coarser": lv["coarser"], "tvd": lv["tvd"]}
+                     for lv in entry.get("levels") or []]
+    columns = ["release_id", "qi", "level", "name", "resolved", "coarser", "tvd"]
+    return pd.DataFrame(rows, columns=columns).astype({"resolved": "float64", "tvd": "float64"})
 
 
 def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str, Any]) -> Bands:

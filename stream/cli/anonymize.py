@@ -32,7 +32,7 @@ The output has each quasi-identifier's label followed by typed columns (age_lo/a
 suburb_level and suburb_region ..., a boolean 'suppressed'); the --report JSON carries the codebook
 that explains every column (docs/stream.md, "Release columns") and the utility report: per QI level
 and for the sensitive attribute the original and released counts and their distance, and the largest
-cell error of the spec's two-way table (docs/privacy.md, "Utility report").
+cell error of the spec's two-way table (docs/risk.md, "Utility").
 
 Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines'), e.g. a bound on the
 re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param avg_risk=0.05;

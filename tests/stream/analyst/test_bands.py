@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,9 @@ import pytest
 from core.columns import build_codebook, typed_columns
 from core.engines.registry import run
 from core.generators import generate_crime_reports
-from stream.analyst import band_counts, read_codebook
+from core.metrics.utility import utility_paragraph, utility_report
+from stream.analyst import band_counts, read_codebook, read_utility
+from stream.analyst.export import write_release
 from stream.io.specs import load_schema
 
 
@@ -62,3 +66,36 @@ def test_read_codebook_from_a_folder_and_errors(release, tmp_path) -> None:  # t
         band_counts(table, "age", "decade", codebook)
     with pytest.raises(ValueError, match="no grid for 'height'"):
         band_counts(table, "height", 1, codebook)
+
+
+def _consumed_folder(tmp_path: Path) -> Path:
+    """Two crime releases written by the consumer's own writer, manifests with their utility reports."""
+    schema = load_schema("crime")
+    out = tmp_path / "releases"
+    for i, engine in enumerate(("cg-kanon", "mondrian")):
+        df = generate_crime_reports(np.random.default_rng(10 + i), per_day=150)
+        rel = run(engine, df, schema, {"k": 5}, seed=0)
+        table = typed_columns(rel.rows, schema)
+        utility = utility_report(schema, df, rel.rows, k=5, public=True)
+        manifest = {"release_id": f"r-{i}", "columns": ["class_id", *table.columns], "utility": utility,
+                    "engine": engine, "k": 5, "l": None, "codebook": build_codebook(
+                        schema, table, suppressed=len(rel.suppressed), utility=utility_paragraph(utility))}
+        values = table.astype(object).where(table.notna(), None)
+        records = [{"class_id": int(c), "values": dict(zip(table.columns, row, strict=True))}
+                   for c, row in zip(rel.class_ids, values.itertuples(index=False, name=None), strict=True)]
+        write_release(out, manifest, records, fmt="parquet")
+    return out
+
+
+def test_readme_analyst_example_runs(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("them and count at one level of the spec's hierarchy"):]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    assert "band_counts" in code and "groupby([\"age_lo\", \"age_hi\"])" not in code
+    folder = _consumed_folder(tmp_path)
+    exec(compile(code.replace("var/demo/releases", str(folder)), "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "[20, 29]" in out and "Cape Flats" in out and "Preserves: " in out
+    utility = read_utility(folder)
+    assert set(utility["release_id"]) == {"r-0", "r-1"} and set(utility["qi"]) == set(load_schema("crime").qi_names)
+    assert utility["resolved"].between(0, 1).all()
