@@ -150,7 +150,7 @@ def test_html_pages(console: Console, seeded: Seeded) -> None:
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     rid = seeded.releases["P1"]
     status, _h, body = console.call("GET", f"/releases/{rid}")
-    assert status == 200 and body.count('<img class=plot') == 5 and "plots/front.svg" in body
+    assert status == 200 and body.count('<img class=plot') == 6 and "plots/front.svg" in body
     status, _h, body = console.call("GET", "/health")
     assert status == 200 and seeded.held_window.split("|")[0] in body and "release after review" in body
     assert "<h2>Linking guard</h2>" in body and "co-offenders" in body
