@@ -31,11 +31,16 @@ from core.hierarchies import TOP, DateHierarchy, IntervalHierarchy, MaskHierarch
 from core.hierarchies.intervals import band_label, fmt_number, nice_width, parse_interval, split_interval
 
 _DATE_FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
+MAX_TABLE_ROWS = 2000
+"""A table grid with more rows leaves them out (``rows`` null): it travels in every manifest. Such a QI
+still rolls up through its typed ancestor columns (``stream.analyst.band_counts`` uses them)."""
 
 
-def grid_of(interp: Interpreter, original: pd.Series | None = None) -> dict[str, Any]:
+def grid_of(interp: Interpreter, original: pd.Series | None = None,
+            max_rows: int | None = MAX_TABLE_ROWS) -> dict[str, Any]:
     """The grid of one QI (see the module docstring). ``original`` (the QI's input values) resolves the
-    data-dependent parts: automatic band widths and an unset mask length."""
+    data-dependent parts: automatic band widths and an unset mask length. A table of more than
+    ``max_rows`` rows is described without them (None: always with them)."""
     h, levels = interp.hierarchy, interp.levels()
     if isinstance(h, IntervalHierarchy):
         widths = list(h.widths) if h.widths else None
@@ -58,7 +63,8 @@ def grid_of(interp: Interpreter, original: pd.Series | None = None) -> dict[str,
             levels = ["value", *(f"{i} masked" for i in range(1, length)), "all masked"]
         return {"kind": "mask", "levels": levels, "char": h.char, "length": length}
     if isinstance(h, TableHierarchy):
-        return {"kind": "table", "levels": levels, "rows": [[str(v) for v in row] for row in h.table]}
+        rows = [[str(v) for v in row] for row in h.table] if max_rows is None or len(h.table) <= max_rows else None
+        return {"kind": "table", "levels": levels, "rows": rows}
     raise TypeError(f"no grid for the hierarchy of '{interp.name}'")  # pragma: no cover
 
 
@@ -82,6 +88,9 @@ def roll_up(labels: pd.Series, grid: dict[str, Any], level: int) -> pd.Series:
     top = len(grid["levels"]) - 1
     node = _NODE[grid["kind"]]
     if grid["kind"] == "table":
+        if grid.get("rows") is None:
+            raise ValueError("this table hierarchy is too large for its grid to travel with the release; "
+                             "group by its typed ancestor columns instead")
         grid = {**grid, "_index": _table_index(grid)}  # a copy: the caller's grid stays plain JSON
     text = [str(u).strip() for u in uniq]
     mapped = [TOP if level >= top else (None if u == TOP else node(u, grid, level)) for u in text]

@@ -32,7 +32,7 @@ import pandas as pd
 from core.columns.rollup import grid_of, level_index, roll_up
 from core.columns.typed import interpreters
 from core.encoding import Schema
-from core.errors import SpecError
+from core.errors import AnonymizationError, SpecError
 
 
 def _counts(values: pd.Series) -> dict[str, int]:
@@ -85,7 +85,7 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
     suppressed = int((~original.index.isin(released.index)).sum())
     base = original.loc[original.index.isin(released.index)] if public else original
     n = len(base)
-    grids = {i.name: grid_of(i, original[i.name]) for i in interpreters(schema)}
+    grids = {i.name: grid_of(i, original[i.name], max_rows=None) for i in interpreters(schema)}
     qis: dict[str, Any] = {}
     for name, grid in grids.items():
         orig0 = _original_labels(schema, name, base[name])
@@ -98,7 +98,7 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
                                      "coarser": int(placed.isna().sum()), "suppressed": 0 if public else suppressed,
                                      "resolved": sum(r.values()) / n if n else 0.0, "tvd": tvd(o, r)}
             levels.append(_withhold(entry, k) if public else entry)
-        qis[name] = {"grid": grid, "levels": levels}
+        qis[name] = {"levels": levels}
     report: dict[str, Any] = {"rows": len(original), "published": len(released), "suppressed": suppressed,
                               "public": public, "qis": qis}
     if schema.sensitive:
@@ -110,6 +110,16 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
                                                "tvd": tvd(o, r)})
     report["crosstab"] = crosstab(schema, base, released, grids, k=k, public=public)
     return report
+
+
+def publishable_utility(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, k: int) -> dict[str, Any]:
+    """:func:`utility_report` with ``public=True``, as the worker puts it in a manifest. A report that
+    cannot be computed says why (``error``) and never stops the release it describes."""
+    try:
+        return utility_report(schema, original, released, k=k, public=True)
+    except (AnonymizationError, ValueError, KeyError, TypeError) as exc:
+        message = exc.message if isinstance(exc, AnonymizationError) else f"{type(exc).__name__}: {exc}"
+        return {"public": True, "error": message[:300]}
 
 
 def _withhold(entry: dict[str, Any], k: int) -> dict[str, Any]:
@@ -162,6 +172,8 @@ def _pct(x: float) -> str:
 
 def utility_paragraph(report: dict[str, Any]) -> str:
     """One short paragraph from the figures: what the release preserves and what it distorts."""
+    if report.get("error"):
+        return f"No utility report: {report['error']}"
     keeps, loses = [], []
     for name, qi in report.get("qis", {}).items():
         levels = qi.get("levels") or []

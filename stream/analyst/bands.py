@@ -94,7 +94,8 @@ def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str,
         raise ValueError(f"no column '{qi}' in the data")
     grid = entry["grid"]
     lvl = level_index(grid, level)
-    placed = roll_up(df[qi], grid, lvl)
+    placed = _by_columns(df, qi, lvl, entry) if grid["kind"] == "table" and grid.get("rows") is None \
+        else roll_up(df[qi], grid, lvl)
     counts = placed.dropna().value_counts()
     order = _band_order(grid, lvl, list(counts.index))
     out = counts.reindex(order, fill_value=0).astype(int).rename("rows")
@@ -102,10 +103,22 @@ def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str,
     return Bands(qi=qi, level=str(grid["levels"][lvl]), counts=out, coarser=int(placed.isna().sum()))
 
 
+def _by_columns(df: pd.DataFrame, qi: str, level: int, entry: dict[str, Any]) -> pd.Series:
+    """A large table's roll-up from the typed columns (its grid travels without rows): the label where
+    ``<qi>_level`` is 0 for the values, the ancestor column ``<qi>_<level name>`` between, ``*`` at the top."""
+    top = len(entry["grid"]["levels"]) - 1
+    if level >= top:
+        return pd.Series("*", index=df.index, dtype=object)
+    if level == 0:
+        return df[qi].astype(object).where(df[f"{qi}_level"] == 0, None)
+    column = entry["columns"][1 + level]
+    return df[column].astype(object).where(df[column].notna(), None)
+
+
 def _band_order(grid: dict[str, Any], level: int, seen: list[str]) -> list[str]:
     """The bands of a level in hierarchy order: numeric bands by bound (gaps filled), table nodes as listed."""
     kind = grid["kind"]
-    if kind == "table":
+    if kind == "table" and grid.get("rows") is not None:
         nodes = list(dict.fromkeys(str(row[level]) for row in grid["rows"]))
         return nodes + sorted(set(seen) - set(nodes))
     if kind == "intervals" and seen:

@@ -32,7 +32,7 @@ from core.encoding import Schema, encode
 from core.engines.registry import engine_names, get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
-from core.metrics.utility import utility_paragraph, utility_report
+from core.metrics.utility import publishable_utility, utility_paragraph
 from core.verify import verify_release
 from db import (
     Candidate,
@@ -275,7 +275,7 @@ class Orchestrator:
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
         loss = metrics.get("gcp", metrics.get("loss_metric"))
-        utility = utility_report(self.schema, frame, rows_df, k=k_ach, public=True)  # publishable figures only
+        utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,

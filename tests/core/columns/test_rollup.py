@@ -65,3 +65,10 @@ def test_level_names_and_numbers(grids) -> None:  # type: ignore[no-untyped-def]
         level_index(grids["place"], "county")
     with pytest.raises(ValueError, match="no level 7"):
         level_index(grids["place"], 7)
+
+
+def test_a_large_table_travels_without_its_rows() -> None:
+    place = next(i for i in interpreters(Schema.from_spec(parse_spec(SPEC))) if i.name == "place")
+    assert grid_of(place)["rows"] is not None and grid_of(place, max_rows=2)["rows"] is None
+    with pytest.raises(ValueError, match="typed ancestor columns"):
+        roll_up(pd.Series(["a"]), grid_of(place, max_rows=2), 1)

@@ -9,7 +9,7 @@ import pytest
 
 from core.encoding import Schema
 from core.errors import SpecError
-from core.metrics.utility import tvd, utility_paragraph, utility_report
+from core.metrics.utility import publishable_utility, tvd, utility_paragraph, utility_report
 from core.schema import parse_spec
 
 SPEC = {"name": "small", "qi": [
@@ -133,3 +133,12 @@ def test_crosstab_names_are_checked() -> None:
     original = pd.DataFrame({"age": AGES, "colour": COLOURS, "offence": OFFENCES})
     ct = utility_report(schema, original, original)["crosstab"]  # a bad level is reported, never raised
     assert "no level 'nope'" in ct["error"] and ct["max_error"] is None
+
+
+def test_a_report_that_cannot_be_computed_says_why(tables) -> None:  # type: ignore[no-untyped-def]
+    schema, original, released = tables
+    report = publishable_utility(schema, original, released.drop(columns=["colour"]), 3)
+    assert report == {"public": True, "error": "KeyError: 'colour'"}
+    assert utility_paragraph(report) == "No utility report: KeyError: 'colour'"
+    assert publishable_utility(schema, original, released, 3) == utility_report(schema, original, released, k=3,
+                                                                                 public=True)

@@ -99,3 +99,12 @@ def test_readme_analyst_example_runs(tmp_path, capsys) -> None:  # type: ignore[
     utility = read_utility(folder)
     assert set(utility["release_id"]) == {"r-0", "r-1"} and set(utility["qi"]) == set(load_schema("crime").qi_names)
     assert utility["resolved"].between(0, 1).all()
+
+
+def test_a_large_table_rolls_up_through_its_typed_columns(release) -> None:  # type: ignore[no-untyped-def]
+    table, codebook = release
+    small = {**codebook["qis"]["suburb"], "grid": {**codebook["qis"]["suburb"]["grid"], "rows": None}}
+    large = {**codebook, "qis": {**codebook["qis"], "suburb": small}}  # as a table over MAX_TABLE_ROWS travels
+    for level in ("value", "region", "*"):
+        assert band_counts(table, "suburb", level, large).counts[lambda c: c > 0].sort_index().to_dict() == \
+            band_counts(table, "suburb", level, codebook).counts[lambda c: c > 0].sort_index().to_dict()
