@@ -151,14 +151,14 @@ def utility_svg(utility: dict[str, Any] | None, top: int = 12) -> str:
     shares of the window's rows, from the manifest's ``utility`` (core/metrics/utility.py)."""
     panels: list[tuple[str, dict[str, int], dict[str, int] | None, str]] = []
     n = (utility or {}).get("published") or 0
-    for name, qi in ((utility or {}).get("qis") or {}).items():
+    for name, qi in ((utility or {}).get("qis") or {}).items() if n else ():
         lv = _focus(qi.get("levels") or [])
         if lv is not None:
             note = f"coarser: {100 * lv['coarser'] / n:.0f}%" if n else ""
             note += f"; original cells under k withheld ({lv['withheld']} rows)" if lv.get("withheld") else ""
             panels.append((f"{name} at {lv['name']} (TVD {lv['tvd'] or 0:.2f})", lv["released"], lv["original"], note))
     sens = (utility or {}).get("sensitive")
-    if sens:
+    if sens and n:
         panels.append((f"{sens['name']} (published)", sens["released"], sens.get("original"),
                        "" if "original" in sens else "original counts not published"))
     with matplotlib.rc_context(_RC):
@@ -166,7 +166,8 @@ def utility_svg(utility: dict[str, Any] | None, top: int = 12) -> str:
         if not panels:
             ax = fig.add_subplot(1, 1, 1)
             ax.set_title("Original against released distribution")
-            _empty(ax, "no utility report in this release's manifest" if not utility else "no level resolves")
+            _empty(ax, (utility or {}).get("error") or ("no utility report in this release's manifest" if not utility
+                                                         else "no level resolves"))
             return _svg(fig)
         for i, (title, released, original, note) in enumerate(panels, start=1):
             ax = fig.add_subplot(len(panels), 1, i)
