@@ -54,7 +54,7 @@ def read_codebook(path: str | Path) -> dict[str, Any]:
     books = []
     for file in files:
         data = json.loads(file.read_text(encoding="utf-8"))
-        books.append(data.get("codebook", data) if "codebook" in data else data)
+        books.append(data.get("codebook", data) if isinstance(data, dict) else data)  # a manifest holds one
     if not books or not isinstance(books[0], dict) or "qis" not in books[0]:
         raise ValueError(f"{root}: no codebook found (a folder written by 'anonstream consume', or its codebook JSON)")
     versions = {str((b.get("spec") or {}).get("version")) for b in books}
