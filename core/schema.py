@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.contract import DateFormat, check_date_format, check_encoding
+from core.dp.spec import DPSpec
 from core.errors import SpecError
 
 
@@ -228,6 +229,7 @@ class DatasetSpec(_Strict):
     # the releasing window and its key (the station, or the region). Both are in the manifest already.
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
     utility: UtilitySpec = UtilitySpec()
+    dp: DPSpec | None = None  # differentially private count tables (core/dp/spec.py); off when absent
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:
@@ -240,8 +242,7 @@ class DatasetSpec(_Strict):
             seen[col] = role
         if bad := [c for c in self.utility.crosstab or () if seen.get(c.partition(":")[0], "") not in
                    (("qi",) if ":" in c else ("qi", "sensitive", "passthrough"))]:
-            raise ValueError(f"utility.crosstab: {bad[0]!r} is not a QI (name or name:level), the sensitive or a "
-                             "pass-through column")
+            raise ValueError(f"utility.crosstab: {bad[0]!r} is not a QI (name[:level]), the sensitive or pass-through")
         return self
 
     @property

@@ -4,11 +4,12 @@ The database (PostgreSQL in production, SQLite embedded) is the source of truth 
 broker is at-least-once and keeps no durable state that matters.
 """
 
+from db.budget import BudgetExceeded  # registers dp_blocks and dp_spends in metadata
 from db.ledger import IncomingReport, IngestResult, PoolRepository, Rejection, WindowPolicy, due_windows
 from db.models import Base, metadata
 from db.releases import Candidate, LostClaim, ReleaseConflict, ReleaseRepository, StoredRelease
 from db.session import Database, make_engine
 
-__all__ = ["Base", "Candidate", "Database", "IncomingReport", "IngestResult", "LostClaim", "PoolRepository",
-           "Rejection", "ReleaseConflict", "ReleaseRepository", "StoredRelease", "WindowPolicy", "due_windows",
-           "make_engine", "metadata"]
+__all__ = ["Base", "BudgetExceeded", "Candidate", "Database", "IncomingReport", "IngestResult", "LostClaim",
+           "PoolRepository", "Rejection", "ReleaseConflict", "ReleaseRepository", "StoredRelease", "WindowPolicy",
+           "due_windows", "make_engine", "metadata"]

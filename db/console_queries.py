@@ -96,6 +96,13 @@ def list_releases(s: Session, f: ReleaseFilter = ReleaseFilter()) -> tuple[list[
     return [_release_summary(r, w) for r, w in rows], total
 
 
+def release_manifests(s: Session, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The manifests of the given releases, by release id."""
+    if not ids:
+        return {}
+    return {rid: m for rid, m in s.execute(select(Release.id, Release.manifest).where(Release.id.in_(ids))).all()}
+
+
 def release_detail(s: Session, release_id: str) -> dict[str, Any] | None:
     """Everything the ledger holds about one release except its records (see :func:`release_records`)."""
     r = s.get(Release, release_id)

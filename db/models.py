@@ -28,6 +28,7 @@ Tables:
 * ``stations``: the station registry per feed (production accepts reports of registered stations only).
 * ``workers``: each worker's assigned input partitions and heartbeat.
 * ``audit_log``: who did what, when (no record values).
+* ``dp_blocks`` / ``dp_spends``: the privacy budget per block and its spends, in :mod:`db.budget`.
 """
 
 from __future__ import annotations

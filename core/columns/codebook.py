@@ -38,7 +38,8 @@ def spec_version(spec: DatasetSpec) -> str:
     """SHA-256 of the spec's canonical content (sorted JSON; table hierarchies by their rows, not file paths)."""
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "csv"}
+            # a spec without [dp] keeps the version it had before [dp] existed
+            return {k: strip(v) for k, v in node.items() if k != "csv" and not (k == "dp" and v is None)}
         if isinstance(node, list | tuple):
             return [strip(v) for v in node]
         return node

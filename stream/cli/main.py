@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stations": ("stream.cli.stations", "register, list or remove the stations allowed to push"),
     "windows": ("stream.cli.windows", "release the reports waiting below min_release_rows now (flush)"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
+    "aggregate": ("stream.cli.aggregate", "differentially private counts of a file, charged to a ledger's budget"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
     "spec": ("stream.cli.spec", "draft a spec from your own file, check a file against a spec"),
     "keys": ("stream.cli.keys", "print the public key analysts verify releases with, or a new secret"),

@@ -1,4 +1,4 @@
-"""``anonstream releases list|show|verify|republish|export``: the releases in the ledger."""
+"""``anonstream releases list|show|verify|republish|export|report``: the releases in the ledger."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{(r['created_at'] or '')[:19].replace('T', ' '):19}  {r['id']:24}  "
               f"{(w['key'] + ' ' + (w['start'] or '')[:10] + ' #' + str(w['seq']))[:28]:28}  {r['engine'][:10]:10} "
               f"{r['k']:>3} {r['l'] if r['l'] is not None else '-':>3} {loss:>6} {r['released']:>6} "
-              f"{r['suppressed']:>5} {r['held_back']:>5}  {r['state']}")
+              f"{r['suppressed']:>5} {r['held_back']:>5}  {r['state']}"
+              + (f"  ⚠ act: {r['act']}" if r.get("act") else ""))  # a warning to act on (docs/risk.md)
     print(f"{len(data['releases'])} of {data['total']} release(s)")
     return 0
 
@@ -129,7 +130,7 @@ def cmd_republish(args: argparse.Namespace) -> int:
     from db import Database, ReleaseRepository
     from stream.config.settings import load_settings
     from stream.ops.locate import check_broker, check_database, resolve
-    from stream.ops.republish import publish_from_ledger
+    from stream.ops.republish import publish_from_ledger, topic_seqs
 
     settings = resolve(load_settings(database_url=args.database, broker_url=args.broker), need_broker=True,
                        need_database=True)
@@ -151,10 +152,12 @@ def cmd_republish(args: argparse.Namespace) -> int:
             raise InputDataError(f"release {rid!r} belongs to feed {owner[rid]!r}, which these settings do not "
                                  "declare (set ANONSTREAM_PIPELINES to the deployment's pipelines file)",
                                  reason="console")
-    for rid in ids:
+    for rid in ids:  # records already on the topic (a re-publish that stopped half-way) are not sent again
         fs = by_name[owner[rid]]
-        publish_from_ledger(fs, repo, [rid])
-        print(f"release {rid}: re-published to {fs.topic_anonymized} and {fs.topic_releases}")
+        present = topic_seqs(fs.bootstrap_servers(), fs.topic_anonymized, {rid}) or {}
+        sent = publish_from_ledger(fs, repo, [rid], present=present)
+        print(f"release {rid}: re-published to {fs.topic_anonymized} ({sent} record(s); {len(present.get(rid, ()))} "
+              f"were there already) and {fs.topic_releases}")
     return 0
 
 
@@ -181,6 +184,26 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
     n = export(repo, args.id, Path(args.out))
     print(f"release {args.id}: {n} records and its manifest written to {args.out} (JSON lines, manifest last)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``releases report ID --out FILE.html``: the release's sign-off page (stream/console/report.py)."""
+    from pathlib import Path
+
+    from stream.cli._paths import check_output
+    from stream.console.report import render
+
+    check_output("--out", args.out)
+    svc = console_service(args)
+    args.id = _release_id(svc, args.id)
+    d = guarded(lambda: svc.release(args.id))
+    if d is None:
+        raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
+    Path(args.out).write_text(render(d), encoding="utf-8")
+    act = sum(1 for w in d.get("warnings") or [] if w["kind"] == "act")
+    print(f"release {args.id}: sign-off report written to {args.out}"
+          + (f" ({act} warning(s) to act on)" if act else ""))
     return 0
 
 
@@ -214,3 +237,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("id")
     exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
     exp.set_defaults(func=cmd_export)
+    rpt = rs.add_parser("report", parents=[common],
+                        help="write a release's sign-off report: one self-contained HTML page to sign")
+    rpt.add_argument("id", help="a release id, or `latest`")
+    rpt.add_argument("--out", required=True, help="the HTML file to write")
+    rpt.set_defaults(func=cmd_report)

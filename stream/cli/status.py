@@ -9,10 +9,20 @@ from typing import Any
 
 from core.errors import InputDataError
 from stream.cli._ledger_options import console_service, guarded, ledger_options, print_json
+from stream.console.verdict import EXIT_MEANINGS, verdict
 
 
 def _age(s: float | None) -> str:
     return "-" if s is None else (f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}min")
+
+
+def _time(iso: str | None) -> str:
+    return (iso or "-")[:19].replace("T", " ")
+
+
+def _counts(by: dict[str, Any] | None) -> str:
+    """``published 4, stored 1`` (``none`` when empty), never a dict's repr."""
+    return ", ".join(f"{k} {v}" for k, v in (by or {}).items()) or "none"
 
 
 def _in_flight(h: dict[str, Any]) -> list[str]:
@@ -57,7 +67,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         h, busy = wait_settled(svc, args.wait)
     else:
         h = guarded(svc.health)
-    code = 1 if busy else 0
+    v = h.get("verdict") or verdict(h).as_dict()
+    code = 1 if busy else int(v["code"])  # exit codes: stream/console/verdict.py, docs/operations.md
     if busy:
         print(f"status: still busy after {args.wait:.0f}s: {'; '.join(busy)}", file=sys.stderr)
     if args.feed:
@@ -65,12 +76,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(h)
         return code
+    print(v["line"])
+    for f in v["findings"][1:]:
+        print(f"  also: {f['what']}: {f['action']}")
     wk, pool, dlq, lag = h["worker"], h["pool"], h["dlq"], h["lag"]
     act = wk.get("activity") or {}
-    print(f"worker    {wk.get('status')}; last ingest {act.get('last_ingest_at') or '-'}; "
-          f"last release {act.get('last_release_at') or '-'}; releases {act.get('releases_by_state')}")
+    print(f"worker    {wk.get('status')}; last ingest {_time(act.get('last_ingest_at'))}; "
+          f"last release {_time(act.get('last_release_at'))}; releases {_counts(act.get('releases_by_state'))}")
     for b in wk.get("heartbeats") or []:
-        print(f"          {b['worker']}: heartbeat {_age(b['heartbeat_age_s'])} ago, partitions {b['partitions']}")
+        parts = ", ".join(str(p) for p in b["partitions"]) or "none"
+        print(f"          {b['worker']}: heartbeat {_age(b['heartbeat_age_s'])} ago, partitions {parts}")
     print(f"pool      {pool['pending_total']} pending; oldest {_age(pool['oldest_pending_age_s'])}")
     for r in pool["stations"]:
         print(f"          {r['station']:12} pending {r['pending']:>6}  oldest {_age(r['oldest_pending_age_s']):>6}  "
@@ -85,7 +100,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"lag       {lag['total']} on {lag['topic']} (group {lag['group']}, {len(lag['partitions'])} partitions)")
     ws = h["windows"]
     waiting = sum(int(w.get("still_pending") or 0) for w in ws["carried"])
-    print(f"windows   {ws['by_state']}; held {len(ws['held'])}, carried {len(ws['carried'])}"
+    print(f"windows   {_counts(ws['by_state'])}; held {len(ws['held'])}, carried {len(ws['carried'])}"
           + (f" ({waiting} pending report(s) wait for the next window of their key, too few to release: "
              "`anonstream windows flush --station S` releases them now)" if waiting else ""))
     for w in ws["held"]:
@@ -101,7 +116,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def _feed_line(f: dict[str, Any]) -> str:
     return (f"          {f['feed']:12} pending {f['pending']:>6}  oldest {_age(f['oldest_pending_age_s']):>6}  "
             f"released {f['released']:>7}  suppressed {f['suppressed']:>5}  blocked {f['blocked']:>5}  "
-            f"dlq {f.get('dlq', 0):>5}  windows {f['windows']}  releases {f['releases']}")
+            f"dlq {f.get('dlq', 0):>5}  windows {_counts(f['windows'])}  releases {_counts(f['releases'])}")
 
 
 def _feed_status(h: dict[str, Any], feed: str, as_json: bool) -> int:
@@ -148,4 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     st.add_argument("--wait", type=float, nargs="?", const=300.0, metavar="S",
                     help="first wait (up to S seconds, default 300) until the worker has read every pushed report "
                          "and released every window it closed; exit 1 if it is still busy then")
+    st.epilog = ("The first line is the verdict: HEALTHY, or ACTION NEEDED and what to do. Exit codes: 0 healthy, "
+                 "1 still busy after --wait, 2 usage, 3 a service unreachable, "
+                 + ", ".join(f"{c} {m}" for c, m in sorted(EXIT_MEANINGS.items())) + " (docs/operations.md).")
     st.set_defaults(func=cmd_status)

@@ -136,7 +136,8 @@ class Settings(BaseSettings):
     web_port: int = Field(default=6066, ge=0, le=65535, description="the worker's /metrics, /ready and /live "
                           "(0 = a free port)")
     log_level: str = Field(default="info", description="the faust worker's log level")
-    fault_point: Literal["claim", "anonymize", "after-ledger-write", "mid-publish"] | None = Field(
+    fault_point: Literal["claim", "anonymize", "after-ledger-write", "mid-publish",
+                         "mid-republish"] | None = Field(
         default=None, description="testing only: kill the worker hard at this point (crash recovery tests)")
 
     # --- operations (docs/operations.md) -----------------------------------------------------------

@@ -39,7 +39,7 @@ class BrokerHealth:
         except concurrent.futures.TimeoutError:
             return {"error": f"broker did not answer within {self.broker_timeout_s:.0f}s"}
         except Exception as exc:
-            return {"error": f"{type(exc).__name__}: {str(exc)[:160]}"}
+            return {"error": broker_error(exc)}
 
     def lag(self) -> dict[str, Any]:
         from stream.console.kafka import consumer_lag
@@ -63,7 +63,7 @@ class BrokerHealth:
             try:
                 out["in_process"] = self.status_provider()
             except Exception as exc:
-                out["in_process"] = {"error": type(exc).__name__}
+                out["in_process"] = {"error": f"its status could not be read ({broker_error(exc)})"}
         out["heartbeats"] = beats = self._heartbeats()
         group = self._broker_call(group_status, self.settings.app_id)
         out["group"] = group
@@ -102,6 +102,20 @@ class BrokerHealth:
                         "alive": age is not None and age <= limit, "partitions": w.get("partitions") or [],
                         "stats": {k: v for k, v in stats.items() if isinstance(v, int | float | str | bool)}})
         return out
+
+
+def broker_error(exc: BaseException) -> str:
+    """A broker failure in words (never an exception repr): what happened, the client's own message last."""
+    from stream.ops.locate import unreachable_message
+
+    known = unreachable_message(exc)
+    if known:
+        return known
+    detail = str(exc).strip().strip("()").rstrip(",")[:160]
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return "the broker did not answer in time" + (f" ({detail})" if detail else "")
+    return f"the broker refused the request ({name}{': ' + detail if detail else ''})"
 
 
 def _combined(parts: dict[str, dict[str, Any]], inputs: dict[str, str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from stream.console.linking import blocked_text, linking_section
+from stream.console.linking import blocked_text
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -36,6 +36,21 @@ def fmt(v: Any, nd: int = 3) -> str:
     if isinstance(v, float):
         return f"{v:.{nd}f}"
     return str(v)
+
+
+def human(v: Any, nd: int = 4) -> str:
+    """A value as a person reads it: ``published 4, stored 1`` for a dict, ``a, b`` for a list, ``yes``/``no``,
+    ``–`` for nothing; never a Python repr or raw JSON."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, dict):
+        items = [(k, x) for k, x in v.items() if x is not None]
+        return "; ".join(f"{k} {human(x, nd)}" for k, x in items) if items else "–"
+    if isinstance(v, list | tuple):
+        return ", ".join(human(x, nd) for x in v) if v else "–"
+    if isinstance(v, float):
+        return f"{v:.{nd}g}"
+    return "–" if v == "" else fmt(v, nd)
 
 
 def short_time(iso: str | None) -> str:
@@ -88,28 +103,42 @@ def releases_page(data: dict[str, Any]) -> str:
             e(f'{w["key"]} {(w["start"] or "")[:10]} #{w["seq"]}'), e(r.get("feed") or ""),
             e(", ".join(r["stations"])), e(r["engine"]),
             f'<span class=num>{e(r["k"])}</span>', e(fmt(r["l"])), e(fmt(r["information_loss"])),
-            e(r["released"]), e(r["suppressed"]), e(r["held_back"]), e(r["state"])])
+            e(r["released"]), e(r["suppressed"]), e(r["held_back"]), e(r["state"]),
+            (f'<span class="bad act-flag" title="{e(r["act"])}">⚠ act</span>' if r.get("act") else "")])
     query = urlencode({k: v for k, v in raw.items() if v})
     body = form + f'<p>{data["total"]} release(s)</p>' + table(
         ["time (UTC)", "release", "window", "feed", "stations", "engine", "k", "ℓ", "info loss", "released",
-         "suppressed", "held back", "state"], rows, "releases")
+         "suppressed", "held back", "state", "warnings"], rows, "releases")
     return layout("Releases", body, "/api/releases" + (f"?{query}" if query else ""))
 
 
 def _kv(pairs: list[tuple[str, Any]]) -> str:
-    return table(["", ""], [[e(k), e(fmt(v, 4) if not isinstance(v, dict | list) else json.dumps(v))]
-                            for k, v in pairs])
+    return table(["", ""], [[e(k), e(human(v))] for k, v in pairs])
 
 
 def _pct(v: Any) -> str:
     return "–" if v is None else f"{100 * float(v):.2f}%"
 
 
-def risk_section(r: dict[str, Any] | None) -> str:
-    """The manifest's ``privacy.risk`` (docs/risk.md): warnings first, then the figures."""
+def warnings_html(classified: list[dict[str, str]]) -> str:
+    """Warnings to act on in red with what to do; expected ones muted, their reason on hover (and below)."""
+    out = []
+    for w in classified:
+        if w["kind"] == "act":
+            out.append(f'<p class="bad warn-act">act: {e(w["text"])}. <span class=action>{e(w["why"])}</span></p>')
+        else:
+            out.append(f'<p class="muted warn-expected" title="{e(w["why"])}">expected for this engine and these '
+                       f'settings: {e(w["text"])} <abbr title="{e(w["why"])}">(why?)</abbr></p>')
+    return "".join(out)
+
+
+def risk_section(r: dict[str, Any] | None, classified: list[dict[str, str]] | None = None) -> str:
+    """The manifest's ``privacy.risk`` (docs/risk.md): warnings first (``classified`` by
+    :mod:`stream.console.release_warnings` when given), then the figures."""
     if not r:
         return '<p class=muted>no risk profile in this release\'s manifest</p>'
-    warn = "".join(f"<p class=bad>warning: {e(w)}</p>" for w in r.get("warnings") or [])
+    warn = (warnings_html(classified) if classified is not None
+            else "".join(f"<p class=bad>warning: {e(w)}</p>" for w in r.get("warnings") or []))
     p, j = r.get("prosecutor") or {}, r.get("journalist") or {}
     rows = [("prosecutor risk: highest / average", f'{_pct(p.get("highest"))} / {_pct(p.get("average"))}'),
             (f'records above {r.get("threshold")}', _pct(p.get("records_at_risk")))]
@@ -154,7 +183,7 @@ def release_page(d: dict[str, Any]) -> str:
                    ("verifier", "passed" if ver.get("ok") else "FAILED"), ("entropy ℓ", ver.get("l_entropy")),
                    ("recursive ℓ", ver.get("l_recursive")), ("t", ver.get("t")), ("classes", cs.get("classes")),
                    ("class size min / median / max", f'{cs.get("min")} / {cs.get("median")} / {cs.get("max")}')])
-    risk = risk_section(((d.get("manifest") or {}).get("privacy") or {}).get("risk"))
+    risk = risk_section(((d.get("manifest") or {}).get("privacy") or {}).get("risk"), d.get("warnings"))
     metrics = _kv([(k, v) for k, v in m.items() if k != "per_attribute_loss"])
     figs = "".join(f'<figure><img class=plot src="{e(src)}" alt="{e(name)} plot"><figcaption>{e(name)}'
                    "</figcaption></figure>" for name, src in d.get("plots", {}).items())
@@ -166,119 +195,14 @@ def release_page(d: dict[str, Any]) -> str:
                   [[e(short_time(a["at"])), e(a["actor"]), e(a["action"]), e(json.dumps(a["detail"]))]
                    for a in d.get("audit", [])])
     control = (f'<form method=post action="/api/releases/{rid}/verify"><fieldset><legend>Re-verify from the '
-               f'output topic</legend>{token_field()} <button>Re-verify</button></fieldset></form>')
+               f'output topic</legend>{token_field()} <button>Re-verify</button></fieldset></form>'
+               f'<p><a class=report-link href="/releases/{rid}/report">Sign-off report</a> (one self-contained page '
+               "to print or save for the privacy officer)</p>")
     body = (f'<h2>Summary</h2>{summary}<h2>Privacy</h2>{privacy}<h2>Re-identification risk</h2>{risk}'
             f'<h2>Plots</h2><div class=plots>{figs}</div>'
             f"<h2>Offence frequency within classes</h2>{offences}<h2>Metrics</h2>{metrics}"
             f"<h2>Controls</h2>{control}<h2>Audit trail</h2>{audit}")
     return layout(f"Release {d['id']}", body, f"/api/releases/{rid}")
-
-
-def _age(s: float | None) -> str:
-    if s is None:
-        return "–"
-    if s < 120:
-        return f"{s:.0f} s"
-    return f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h"
-
-
-def health_page(h: dict[str, Any]) -> str:
-    pool = h["pool"]
-    stations = []
-    for r in pool["stations"]:
-        st = quote(r["station"], safe="")
-        action = "resume" if r.get("paused") else "pause"
-        form = (f'<form class=inline method=post action="/api/stations/{st}/{action}">{token_field()} '
-                f"<button>{action}</button></form>"
-                f'<form class=inline method=post action="/api/stations/{st}/flush">{token_field()} '
-                f'<button title="release what waits below min_release_rows now">flush</button></form>')
-        stations.append([e(r["station"]), e(r["pending"]), e(_age(r["oldest_pending_age_s"])), e(r["released"]),
-                         e(r["suppressed"]), e(r["blocked"]), e(r.get("duplicates", 0)),
-                         e(r.get("corrections_replaced", 0)), e(r.get("corrections_released", 0)),
-                         '<span class=bad>paused</span>' if r.get("paused") else "active", form])
-    dlq = h["dlq"]
-    dlq_rows = [[e(c["station"]), e(c["reason"]), e(c["count"]), e(short_time(c["last_at"]))]
-                for c in dlq["by_station"]]
-    recent = [[e(short_time(r["at"])), e(r["station"]), e(r["reason"]), e(r["message"])] for r in dlq["recent"]]
-    lag = h["lag"]
-    if lag.get("error"):
-        lag_html = f'<p class=bad>consumer lag unavailable: {e(lag["error"])}</p>'
-    else:
-        lag_html = (f'<p>group <b>{e(lag["group"])}</b> on <b>{e(lag["topic"])}</b>: total lag '
-                    f'<b class=lag-total>{e(lag["total"])}</b></p>' + table(
-                        ["partition", "end offset", "committed", "lag"],
-                        [[e(p["partition"]), e(p["end"]), e(fmt(p["committed"])), e(p["lag"])]
-                         for p in lag["partitions"]]))
-        if lag.get("notes"):
-            lag_html += ("<p class=muted>estimate: " + e("; ".join(lag["notes"]))
-                         + " (the test broker tansu misreports end offsets after multi-record batches)</p>")
-    held = []
-    for w in h["windows"]["held"]:
-        wid = quote(w["id"], safe="")
-        form = (f'<form class=inline method=post action="/api/windows/{wid}/release">{token_field()} '
-                '<select name=mode><option value=retry>retry now</option><option value=carry>carry into next '
-                "window</option></select> <button>release after review</button></form>")
-        held.append([e(w["id"]), e(w["reason"]), e(w["count"]), e(w["still_pending"]), e(short_time(w["closed_at"])),
-                     form])
-    carried = [[e(w["id"]), e(w["reason"]), e(w["count"]), e(w["still_pending"]), e(short_time(w["closed_at"]))]
-               for w in h["windows"]["carried"]]
-    wk = h["worker"]
-    act = wk.get("activity") or {}
-    group = wk.get("group") or {}
-    worker = _kv([("status", wk.get("status")), ("consumer group", group.get("error") or
-                                                  f'{group.get("state")} with {group.get("members")} member(s)'),
-                  ("in-process worker", wk.get("in_process")), ("last ingest", act.get("last_ingest_at")),
-                  ("last release", act.get("last_release_at")), ("last publish", act.get("last_publish_at")),
-                  ("oldest unpublished release", act.get("oldest_unpublished_at")),
-                  ("releases by state", act.get("releases_by_state")), ("workers seen", act.get("workers_seen")),
-                  ("windows by state", h["windows"]["by_state"])])
-    beats = table(["worker", "heartbeat age", "alive", "partitions", "stats"],
-                  [[e(b["worker"]), e(_age(b["heartbeat_age_s"])), e("yes" if b["alive"] else "no"),
-                    e(", ".join(str(p) for p in b["partitions"])), e(json.dumps(b["stats"]))]
-                   for b in wk.get("heartbeats") or []], "workers")
-    body = (f'<h2>Worker</h2>{worker}{beats}<h2>Pending pool</h2><p>{pool["pending_total"]} pending report(s); oldest '
-            f'{_age(pool["oldest_pending_age_s"])}</p>'
-            + table(["station", "pending", "oldest pending", "released", "suppressed", "blocked", "duplicates",
-                     "corrections replaced", "corrections not re-released", "releases", "control"], stations, "pool")
-            + linking_section(h.get("duplicates") or []) + f"<h2>Consumer lag</h2>{lag_html}"
-            + f'<h2>Dead-letter queue</h2><p>{dlq["total"]} rejected report(s); '
-            + f'<span class=bad>{dlq["by_reason"].get("report-id-reused", 0)}</span> report id(s) reused for '
-            + f'another event; {dlq["by_reason"].get("unknown-station", 0)} from unregistered stations</p>'
-            + table(["station", "reason", "count", "last"], dlq_rows, "dlq")
-            + "<h3>Recent rejections (reason only, no payload)</h3>"
-            + table(["time", "station", "reason", "message (scrubbed)"], recent)
-            + "<h2>Held windows (need review)</h2>"
-            + table(["window", "reason", "reports", "still pending", "closed", "control"], held, "held")
-            + "<h2>Carried windows (too small, waiting for the next window)</h2>"
-            + table(["window", "reason", "reports", "still pending", "closed"], carried, "carried"))
-    registry = [[e(r["station"]), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or ""),
-                 f'<form class=inline method=post action="/api/registry/remove">{token_field()}'
-                 f'<input type=hidden name=stations value="{e(r["station"])}"> <button>remove</button></form>']
-                if r.get("feed", "default") == "default" else  # another feed's registry: the CLI manages it
-                [e(f'{r["feed"]}/{r["station"]}'), e(r["source"]), e(short_time(r["added_at"])), e(r["note"] or ""),
-                 e(f'anonstream stations remove {r["station"]} --feed {r["feed"]}')]
-                for r in h.get("registry") or []]
-    add = ('<form method=post action="/api/registry/add"><fieldset><legend>Register stations</legend>'
-           f'{token_field()} <input name=stations placeholder="S1 S2 S3" required> '
-           '<input name=note placeholder="note (optional)"> <button>register</button></fieldset></form>')
-    body += ("<h2>Station registry</h2><p class=muted>In production mode only registered stations' reports "
-             "are accepted; removing a station keeps its pending reports. Also: anonstream stations "
-             "add|list|remove</p>" + add
-             + table(["station", "source", "added", "note", "control"], registry, "registry"))
-    body += _feeds_section(h.get("feeds") or [])
-    return layout("Health", body, "/api/health")
-
-
-def _feeds_section(feeds: list[dict[str, Any]]) -> str:
-    """One row per feed (several feeds in one deployment): its pool, windows and releases."""
-    rows = [[f'<a href="/releases?feed={quote(f["feed"], safe="")}">{e(f["feed"])}</a>', e(f["pending"]),
-             e(_age(f["oldest_pending_age_s"])), e(f["released"]), e(f["suppressed"]), e(f["blocked"]),
-             e(f.get("dlq", 0)), e(json.dumps(f["windows"])), e(json.dumps(f["releases"])),
-             e(short_time(f["last_release_at"]))]
-            for f in feeds]
-    return ("<h2>Feeds</h2><p class=muted>each feed's own pool, windows and releases (docs/operations.md, "
-            "Several feeds)</p>" + table(["feed", "pending", "oldest pending", "released", "suppressed", "blocked",
-                                          "dead letters", "windows", "releases", "last release"], rows, "feeds"))
 
 
 def audit_page(rows: list[dict[str, Any]]) -> str:

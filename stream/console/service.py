@@ -24,6 +24,8 @@ from stream.console.control_service import ConsoleControls
 from stream.console.front import front_points, recompute_front
 from stream.console.health import BrokerHealth
 from stream.console.redact import scrub
+from stream.console.release_warnings import classify
+from stream.console.verdict import verdict
 
 log = logging.getLogger(__name__)
 PLOTS = ("class-sizes", "offences", "risk", "utility", "loss", "front")
@@ -137,6 +139,9 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             rows, total = q.list_releases(s, f)
             stations = q.known_stations(s)
             feeds = feed_names(s)
+            manifests = q.release_manifests(s, [r["id"] for r in rows])
+        for r in rows:  # the "act" warnings of each release (stream/console/release_warnings.py), in words
+            r["act"] = "; ".join(w["text"] for w in classify(manifests.get(r["id"])) if w["kind"] == "act")
         return {"releases": rows, "total": total, "stations": stations, "feeds": feeds,
                 "filter": {"station": f.station, "since": f.since.isoformat() if f.since else None,
                            "until": f.until.isoformat() if f.until else None, "engine": f.engine, "feed": f.feed,
@@ -152,6 +157,7 @@ class ConsoleService(BrokerHealth, ConsoleControls):
         columns, rows = recs if recs else ([], [])
         detail["analysis"] = analysis.analyse(columns, rows, qis, sens, severity) if columns else None
         detail["per_attribute_loss"] = analysis.per_attribute_loss(detail.get("metrics"))
+        detail["warnings"] = classify(detail.get("manifest"))
         detail["has_front"] = detail["engine"] in FRONT_ENGINES or analysis.stored_front(
             detail.get("manifest"), detail.get("metrics")) is not None
         detail["plots"] = {p: f"/releases/{release_id}/plots/{p}.svg" for p in PLOTS
@@ -244,7 +250,7 @@ class ConsoleService(BrokerHealth, ConsoleControls):
         by_reason: dict[str, int] = {}
         for c in dlq:
             by_reason[c["reason"]] = by_reason.get(c["reason"], 0) + c["count"]
-        return {
+        out = {
             "at": now.isoformat(),
             "pool": {"stations": pool, "pending_total": sum(r["pending"] for r in pool),
                      "oldest_pending_age_s": max((r["oldest_pending_age_s"] for r in pool
@@ -260,6 +266,8 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             "feeds": per_feed,
             "read_only": self.settings.operator_token is None,
         }
+        out["verdict"] = verdict(out, now).as_dict()  # the one line both /health and `status` open with
+        return out
 
     def windows(self, states: tuple[str, ...]) -> list[dict[str, Any]]:
         bad = [st for st in states if st not in q.WINDOW_STATES]

@@ -32,6 +32,7 @@ from stream.console.control_routes import (
     verify_release,
 )
 from stream.console.controls import ControlError
+from stream.console.health_page import health_page
 from stream.console.service import ConsoleService, parse_when
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,13 @@ async def page_release(request: web.Request) -> web.Response:
     return web.Response(text=pages.release_page(await _release(request)), content_type="text/html")
 
 
+async def page_report(request: web.Request) -> web.Response:
+    """The release's sign-off report (stream/console/report.py), one self-contained page."""
+    from stream.console.report import render
+
+    return web.Response(text=render(await _release(request)), content_type="text/html")
+
+
 async def api_front(request: web.Request) -> web.Response:
     out = await _call(request, _svc(request).front, request.match_info["release_id"])
     if out is None:
@@ -153,7 +161,7 @@ async def api_health(request: web.Request) -> web.Response:
 
 
 async def page_health(request: web.Request) -> web.Response:
-    return web.Response(text=pages.health_page(await _call(request, _svc(request).health)), content_type="text/html")
+    return web.Response(text=health_page(await _call(request, _svc(request).health)), content_type="text/html")
 
 
 async def api_windows(request: web.Request) -> web.Response:
@@ -198,6 +206,7 @@ def create_app(service: ConsoleService) -> web.Application:
     app.add_routes([
         web.get("/login", login_form), web.post("/login", login),
         web.get("/", root), web.get("/releases", page_releases), web.get("/releases/{release_id}", page_release),
+        web.get("/releases/{release_id}/report", page_report),
         web.get("/releases/{release_id}/plots/{name}.svg", plot), web.get("/health", page_health),
         web.get("/audit", page_audit), web.get("/api", api_index), web.get("/api/releases", api_releases),
         web.get("/api/releases/{release_id}", api_release), web.get("/api/releases/{release_id}/front", api_front),

@@ -168,6 +168,8 @@ def unreachable_message(exc: BaseException) -> str | None:
             "NoBrokersAvailable", "KafkaConnectionError", "KafkaTimeoutError", "NodeNotReadyError",
             "RequestTimedOutError", "ConnectionError"):
         return f"the broker is unreachable ({name})"
+    if module.startswith(("kafka.errors", "aiokafka.errors")):  # any other broker error: one line, never a traceback
+        return f"the broker failed the request ({_first_line(exc)})"
     return None
 
 

@@ -2,9 +2,10 @@
 
 Points (see docs/stream.md, "Failure model"): ``claim`` (a window was just claimed), ``anonymize``
 (inside a release, before the engine runs; in a release process it kills the worker that owns it),
-``after-ledger-write`` (the release is stored, nothing published) and ``mid-publish`` (the records
-are sent, the manifest is not). The kill is SIGKILL, as from the kernel's OOM killer: no clean-up
-runs, no transaction commits, nothing is flushed but the log line saying so.
+``after-ledger-write`` (the release is stored, nothing published), ``mid-publish`` (the records
+are sent, the manifest is not) and ``mid-republish`` (a re-publish from the ledger sent half of a
+release's records, not its manifest: stream/ops/republish.py). The kill is SIGKILL, as from the
+kernel's OOM killer: no clean-up runs, no transaction commits, nothing is flushed but the log line saying so.
 """
 
 from __future__ import annotations

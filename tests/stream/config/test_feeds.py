@@ -210,7 +210,8 @@ def test_metrics_carry_a_feed_label(two_feeds):  # type: ignore[no-untyped-def]
 
 def test_console_filters_releases_by_feed_and_lists_the_feeds(two_feeds):  # type: ignore[no-untyped-def]
     from db.console_queries import ReleaseFilter
-    from stream.console.pages import health_page, releases_page
+    from stream.console.health_page import health_page
+    from stream.console.pages import releases_page
     from stream.console.service import ConsoleService
 
     sc = two_feeds["sc"]

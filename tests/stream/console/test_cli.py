@@ -51,14 +51,16 @@ def test_releases_show(seeded: Seeded, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_status(seeded: Seeded, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["status", *_db(seeded)]) == 0
+    assert main(["status", *_db(seeded)]) == 4  # a held window: action needed (stream/console/verdict.py)
     out = capsys.readouterr().out
+    assert out.startswith(f"ACTION NEEDED: window {seeded.held_window} held")
     for line in ("worker", "pool", "dlq", "lag", "windows"):
         assert f"\n{line} " in "\n" + out
     assert f"HELD {seeded.held_window}" in out and "T1" in out
     assert "malformed-json 1" in out
-    assert main(["status", "--json", *_db(seeded)]) == 0
-    assert json.loads(capsys.readouterr().out)["dlq"]["by_reason"] == seeded.rejected
+    assert main(["status", "--json", *_db(seeded)]) == 4
+    health = json.loads(capsys.readouterr().out)
+    assert health["dlq"]["by_reason"] == seeded.rejected and health["verdict"]["findings"][0]["check"] == "held"
 
 
 def test_unmigrated_database_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

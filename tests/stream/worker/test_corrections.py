@@ -94,7 +94,7 @@ def test_pending_corrections_are_released_and_released_ones_counted(pg, kafka, t
     with db.read() as s:
         assert s.execute(select(func.count()).select_from(ReleasedFingerprint)).scalar_one() == released_before
         assert s.execute(select(func.count()).select_from(Release)).scalar_one() == 1
-    from stream.console.pages import health_page
+    from stream.console.health_page import health_page
     from stream.console.service import ConsoleService
 
     health = ConsoleService(settings, db, broker_timeout_s=1.0).health()

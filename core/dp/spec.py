@@ -1,0 +1,85 @@
+"""The spec's ``[dp]`` table: which count tables a release carries and what they may spend.
+
+Declared once, here; :class:`core.schema.DatasetSpec` has it as ``dp`` (off when absent). The format,
+with the crime spec's example, is in docs/spec.md and docs/privacy.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DerivedColumn(_Strict):
+    """A grouping column computed from a spec column: a QI's hierarchy level (``qi`` + ``level``, a
+    level name such as ``"region"`` or a number, 1 = the first level above the leaves) or a period of
+    the spec's time column (``time = "day" | "week" | "month"``)."""
+
+    qi: str | None = None
+    level: str | int | None = None
+    time: Literal["day", "week", "month"] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DerivedColumn:
+        if (self.qi is None) == (self.time is None):
+            raise ValueError("a derived column needs either qi (with level) or time")
+        if self.qi is not None and self.level is None:
+            raise ValueError(f"derived column of '{self.qi}' needs a level (a level name or number)")
+        return self
+
+
+class DPSpec(_Strict):
+    """Differentially private counts (docs/privacy.md "Differentially private counts").
+
+    ``epsilon`` is spent per release (split evenly over ``groupings``), ``cap_epsilon`` is each
+    block's lifetime cap; with ``mechanism = "gaussian"`` both are turned into ρ (zCDP) at ``delta``.
+    ``unit = "person"`` bounds each person (the columns ``person``) to ``max_contributions`` reports per
+    block. ``domains`` gives the public values of a grouping column the spec cannot tell (a sensitive
+    attribute's severity list, a hierarchy's leaves and derived columns are known already).
+    """
+
+    groupings: tuple[tuple[str, ...], ...] = Field(min_length=1)
+    columns: dict[str, DerivedColumn] = Field(default_factory=dict)
+    domains: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    epsilon: float = Field(default=1.0, gt=0, le=100)
+    delta: float = Field(default=1e-6, gt=0, lt=0.01)
+    cap_epsilon: float = Field(default=10.0, gt=0, le=1000)
+    mechanism: Literal["gaussian", "laplace"] = "gaussian"
+    block: Literal["station-day", "feed-day", "dataset"] = "station-day"
+    unit: Literal["report", "person"] = "report"
+    person: tuple[str, ...] = ()
+    max_contributions: int = Field(default=1, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DPSpec:
+        if any(not g for g in self.groupings):
+            raise ValueError("a grouping needs at least one column")
+        if self.cap_epsilon < self.epsilon:
+            raise ValueError(f"cap_epsilon {self.cap_epsilon} is below one release's epsilon {self.epsilon}")
+        if self.unit == "person" and not self.person:
+            raise ValueError("unit = \"person\" needs person = [the columns that identify a person]")
+        return self
+
+    @property
+    def rho(self) -> float:
+        """What one release spends on each of its blocks, in ρ (zCDP), for :func:`core.dp.plan.count_tables`.
+
+        Gaussian: the ρ whose zCDP implies (``epsilon``, ``delta``)-DP. Laplace: each of the G tables gets
+        pure ε/G (pure ε adds up to ``epsilon``), which is (ε/G)²/2 in ρ per table, ε²/(2G) in all."""
+        from core.dp.mechanism import rho_from_epsilon
+
+        if self.mechanism == "gaussian":
+            return rho_from_epsilon(self.epsilon, self.delta)
+        return self.epsilon**2 / (2 * len(self.groupings))
+
+    @property
+    def cap_rho(self) -> float:
+        """Each block's lifetime cap in ρ: zCDP at ``cap_rho`` implies (``cap_epsilon``, ``delta``)-DP."""
+        from core.dp.mechanism import rho_from_epsilon
+
+        return rho_from_epsilon(self.cap_epsilon, self.delta)
