@@ -21,7 +21,8 @@ def test_releases_report_writes_one_self_contained_page(seeded: Seeded, tmp_path
     assert str(out) in capsys.readouterr().out
     page = out.read_text()
     for part in ("What was released", "crime-reports", "mondrian", "independent verifier", "passed", "Utility",
-                 "linking guard", "no differential-privacy budget", "Expected:", "key id", "ed25519", "Sign-off"):
+                 "linking guard", "no differential-privacy budget", "Expected:", "key id", "ed25519", "Sign-off",
+                 "Preserves"):  # the utility report in words (the codebook's paragraph)
         assert part in page, part
     assert "<script" not in page and "http" not in page.split("</style>", 1)[1]  # nothing loaded from elsewhere
     assert "{'" not in page and "': " not in page  # no Python repr of a dict
