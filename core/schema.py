@@ -2,9 +2,7 @@
 
 A spec is plain data (parsed from TOML by ``stream.io.specs``) validated here with pydantic. Every
 validation problem becomes a :class:`core.errors.SpecError` whose one-line message names the field
-and the allowed values.
-
-The format, with examples, is documented in docs/spec.md.
+and the allowed values. The format, with examples, is documented in docs/spec.md.
 """
 
 from __future__ import annotations
@@ -179,10 +177,8 @@ class SensitiveSpec(_Strict):
     @field_validator("severity")
     @classmethod
     def _positive(cls, v: dict[str, float] | None) -> dict[str, float] | None:
-        if v is not None:
-            bad = [k for k, s in v.items() if not s > 0]
-            if bad:
-                raise ValueError(f"severities must be positive; not positive for {bad[:5]}")
+        if bad := [k for k, s in (v or {}).items() if not s > 0]:
+            raise ValueError(f"severities must be positive; not positive for {bad[:5]}")
         return v
 
 
@@ -213,6 +209,10 @@ class InputFormat(_Strict):
         return "drop" if self.drop_missing and self.on_missing == "error" else self.on_missing
 
 
+class UtilitySpec(_Strict):  # the utility report's two-way table (core/metrics/utility.py); None: a default
+    crosstab: tuple[str, str] | None = None  # each a QI ("name" or "name:level"), the sensitive or a pass-through
+
+
 class DatasetSpec(_Strict):
     name: str = "dataset"
     input: InputFormat = InputFormat()
@@ -228,19 +228,21 @@ class DatasetSpec(_Strict):
     # stream: window context published as record columns (docs/stream.md "Release columns"): the day of
     # the releasing window and its key (the station, or the region). Both are in the manifest already.
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
+    utility: UtilitySpec = UtilitySpec()
     dp: DPSpec | None = None  # differentially private count tables (core/dp/spec.py); off when absent
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:
         seen: dict[str, str] = {}
         roles = [("identifier", c) for c in self.identifiers] + [("qi", q.name) for q in self.qi]
-        roles += [("passthrough", c) for c in self.passthrough]
-        if self.sensitive:
-            roles.append(("sensitive", self.sensitive.name))
+        roles += [("passthrough", c) for c in self.passthrough] + [("sensitive", s.name) for s in [self.sensitive] if s]
         for role, col in roles:
             if col in seen:
                 raise ValueError(f"column '{col}' is both {seen[col]} and {role}; a column has one role")
             seen[col] = role
+        if bad := [c for c in self.utility.crosstab or () if seen.get(c.partition(":")[0], "") not in
+                   (("qi",) if ":" in c else ("qi", "sensitive", "passthrough"))]:
+            raise ValueError(f"utility.crosstab: {bad[0]!r} is not a QI (name[:level]), the sensitive or pass-through")
         return self
 
     @property

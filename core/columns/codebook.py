@@ -8,7 +8,10 @@ JSON and Markdown (:mod:`stream.wire.codebook`). Contents:
 * ``qis``: per QI its type, hierarchy kind, level names and the share of released rows at each
   level (shares sum to 1 per QI when rows were released);
 * ``label_format``: the interval notation; ``suppressed``: rows the engine suppressed (not published)
-  and published rows whose QIs are all ``*``.
+  and published rows whose QIs are all ``*``;
+* per QI its ``grid`` (:mod:`core.columns.rollup`: what an analyst needs to roll labels up to a level), and
+  ``utility``: one paragraph, generated from the release's utility report, on what the release preserves
+  and what it distorts (:func:`core.metrics.utility.utility_paragraph`; None when no report was given).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from core.columns.interpret import Interpreter
+from core.columns.rollup import grid_of
 from core.columns.typed import CLASS_ID, interpreters, release_columns
 from core.encoding import Schema
 from core.hierarchies import TOP
@@ -40,7 +44,10 @@ def spec_version(spec: DatasetSpec) -> str:
             return [strip(v) for v in node]
         return node
 
-    text = json.dumps(strip(spec.model_dump(mode="json")), sort_keys=True, separators=(",", ":"))
+    data = spec.model_dump(mode="json")
+    if not spec.model_fields_set & {"utility"} or data["utility"] == {"crosstab": None}:
+        data.pop("utility")  # a spec without [utility] keeps the version it had before the field existed
+    text = json.dumps(strip(data), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -60,8 +67,10 @@ def level_shares(interp: Interpreter, labels: pd.Series) -> list[dict[str, Any]]
 
 
 def build_codebook(schema: Schema, published: pd.DataFrame, *, suppressed: int,
-                   context: list[str] | tuple[str, ...] = (), with_class_id: bool = True) -> dict[str, Any]:
-    """The codebook of a release whose published table (:func:`core.columns.typed.typed_columns`) is ``published``."""
+                   context: list[str] | tuple[str, ...] = (), with_class_id: bool = True,
+                   utility: str | None = None) -> dict[str, Any]:
+    """The codebook of a release whose published table (:func:`core.columns.typed.typed_columns`) is ``published``;
+    ``utility`` is the paragraph of its utility report."""
     spec = schema.spec
     cols = ([CLASS_ID] if with_class_id else []) + release_columns(schema, context)
     qis = {}
@@ -70,6 +79,7 @@ def build_codebook(schema: Schema, published: pd.DataFrame, *, suppressed: int,
             "type": interp.qi.type.value, "hierarchy": interp.qi.hierarchy.kind, "levels": interp.levels(),
             "columns": [interp.name, *(c.name for c in interp.columns())],
             "shares": level_shares(interp, published[interp.name]) if len(published) else [],
+            "grid": grid_of(interp),
         }
     all_top = int(published["suppressed"].sum()) if "suppressed" in published and len(published) else 0
     return {
@@ -79,4 +89,5 @@ def build_codebook(schema: Schema, published: pd.DataFrame, *, suppressed: int,
         "label_format": LABEL_FORMAT,
         "rows": len(published),
         "suppressed": {"not_published": int(suppressed), "published_all_star": all_top},
+        "utility": utility,
     }

@@ -1,1 +1,11 @@
-"""The analyst side: consume complete, signed releases and load them into pandas."""
+"""The analyst side: consume complete, signed releases and load them into pandas.
+
+``read_releases(path)`` loads consumed releases (:mod:`stream.analyst.dataset`); ``band_counts(df, qi,
+level, read_codebook(path))`` counts rows per band at one hierarchy level and ``read_utility(path)`` tabulates
+what each release preserves (:mod:`stream.analyst.bands`).
+"""
+
+from stream.analyst.bands import Bands, band_counts, read_codebook, read_utility
+from stream.analyst.dataset import read_releases
+
+__all__ = ["Bands", "band_counts", "read_codebook", "read_releases", "read_utility"]

@@ -30,7 +30,9 @@ Examples:
 
 The output has each quasi-identifier's label followed by typed columns (age_lo/age_hi bounds,
 suburb_level and suburb_region ..., a boolean 'suppressed'); the --report JSON carries the codebook
-that explains every column (docs/stream.md, "Release columns").
+that explains every column (docs/stream.md, "Release columns") and the utility report: per QI level
+and for the sensitive attribute the original and released counts and their distance, and the largest
+cell error of the spec's two-way table (docs/risk.md, "Utility").
 
 Extra engine parameters go in --param NAME=VALUE (see 'anonstream engines'), e.g. a bound on the
 re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param avg_risk=0.05;
@@ -57,6 +59,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.encoding import encode
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
+    from core.metrics.utility import utility_paragraph, utility_report
     from core.verify import verify_release
     from stream.cli._paths import check_paths
     from stream.cli._progress import ProgressPrinter
@@ -85,7 +88,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     risk = batch_risk(schema, frame, release, args.threshold)
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
     table = typed_columns(release.rows, schema)
-    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False)
+    utility = utility_report(schema, frame, release.rows)  # the data owner's file: the full figures
+    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False,
+                              utility=utility_paragraph(utility))
     typed = dataclasses.replace(release, rows=table)
     out_cols = list(table.columns)
     published, order = batch_history.publication(args, typed, out_cols, history)
@@ -99,6 +104,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
     summary["codebook"] = codebook
+    summary["utility"] = utility
     if recorded is not None:
         summary["ledger"] = recorded
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),

@@ -24,10 +24,11 @@ Every release is also written, as an analyst's `anonstream consume` would, into 
 (emptied at the start of each demo; --out to choose another folder, which is kept) as Parquet with
 its manifest and codebook. Load them in Python:
 
-  from stream.analyst.dataset import read_releases
+  from stream.analyst import band_counts, read_codebook, read_releases
   df = read_releases("var/demo/releases")
-  df.groupby(["age_lo", "age_hi"]).size()
-  df.groupby("suburb_region")["offence"].value_counts()
+  ages = band_counts(df, "age", "band of width 10", read_codebook("var/demo/releases"))
+  ages.counts, ages.coarser        # rows per age decade; rows released coarser than a decade
+  read_codebook("var/demo/releases")["utility"]   # what a release preserves, what it distorts
 
 Example:
   anonstream demo --stations 3 --reports 2000 --format csv --out my-releases

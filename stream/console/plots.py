@@ -135,3 +135,59 @@ def risk_svg(risk: dict[str, Any] | None) -> str:
     ax.set_ylabel("records")
     ax.tick_params(axis="x", labelrotation=30)
     return _svg(fig)
+
+
+def _focus(levels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The level a QI's panel shows: the finest where half the rows resolve, else the best resolved one."""
+    half = [lv for lv in levels if lv.get("resolved", 0) >= 0.5]
+    if half:
+        return half[0]
+    best = max(levels, key=lambda lv: lv.get("resolved", 0), default=None)
+    return best if best and best.get("resolved") else None
+
+
+def utility_svg(utility: dict[str, Any] | None, top: int = 12) -> str:
+    """Original against released distribution per QI (at one level each) and for the sensitive attribute:
+    shares of the window's rows, from the manifest's ``utility`` (core/metrics/utility.py)."""
+    panels: list[tuple[str, dict[str, int], dict[str, int] | None, str]] = []
+    n = (utility or {}).get("published") or 0
+    for name, qi in ((utility or {}).get("qis") or {}).items() if n else ():
+        lv = _focus(qi.get("levels") or [])
+        if lv is not None:
+            note = f"coarser: {100 * lv['coarser'] / n:.0f}%" if n else ""
+            note += f"; original cells under k withheld ({lv['withheld']} rows)" if lv.get("withheld") else ""
+            panels.append((f"{name} at {lv['name']} (TVD {lv['tvd'] or 0:.2f})", lv["released"], lv["original"], note))
+    sens = (utility or {}).get("sensitive")
+    if sens and n:
+        panels.append((f"{sens['name']} (published)", sens["released"], sens.get("original"),
+                       "" if "original" in sens else "original counts not published"))
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.2, 1.0 + 2.1 * max(len(panels), 1)), dpi=96)
+        if not panels:
+            ax = fig.add_subplot(1, 1, 1)
+            ax.set_title("Original against released distribution")
+            _empty(ax, (utility or {}).get("error") or ("no utility report in this release's manifest" if not utility
+                                                         else "no level resolves"))
+            return _svg(fig)
+        for i, (title, released, original, note) in enumerate(panels, start=1):
+            ax = fig.add_subplot(len(panels), 1, i)
+            keys = sorted(set(released) | set(original or {}), key=lambda c: -max(released.get(c, 0),
+                                                                                 (original or {}).get(c, 0)))[:top]
+            x = list(range(len(keys)))
+            if original is not None:
+                ax.bar([v - 0.2 for v in x], [100 * original.get(c, 0) / n for c in keys], width=0.4,
+                       color="#999", label="original")
+            ax.bar([v + (0.2 if original is not None else 0) for v in x], [100 * released.get(c, 0) / n for c in keys],
+                   width=0.4, color="#4a78b5", label="released")
+            ax.set_xticks(x)
+            ax.set_xticklabels(keys, rotation=30, ha="right", fontsize=7)
+            ax.set_title(title, fontsize=9)
+            ax.set_ylabel("% of rows")
+            ax.grid(axis="y", alpha=0.3)
+            if note:
+                ax.text(0.99, 0.95, note, ha="right", va="top", transform=ax.transAxes, fontsize=7, color="#666")
+            if i == 1:
+                ax.legend(fontsize=7, loc="upper center")
+        fig.suptitle("Original against released distribution (share of published rows)")
+        fig.tight_layout()
+    return _svg(fig)

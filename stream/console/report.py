@@ -66,8 +66,9 @@ def _utility(d: dict[str, Any]) -> str:
                                     ("per attribute", e(human(d.get("per_attribute_loss") or {}))),
                                     ("average class size", e(human(metrics.get("average_class_size"))))]
     util = m.get("utility")
-    if util:
-        pairs.insert(0, ("utility report (manifest)", e(human(util))))
+    if util:  # the codebook's paragraph says it in words (core/metrics/utility.py); the figures are in the manifest
+        said = (m.get("codebook") or {}).get("utility")
+        pairs.insert(0, ("utility report (manifest)", e(said) if said else e(human(util))))
     else:
         pairs.append(("utility report", '<span class=muted>the manifest carries none</span>'))
     return _rows(pairs)

@@ -28,7 +28,7 @@ from stream.console.release_warnings import classify
 from stream.console.verdict import verdict
 
 log = logging.getLogger(__name__)
-PLOTS = ("class-sizes", "offences", "risk", "loss", "front")
+PLOTS = ("class-sizes", "offences", "risk", "utility", "loss", "front")
 FRONT_ENGINES = ("pbg-ea",)
 
 
@@ -212,6 +212,8 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             return plots.offences_svg(an.get("offences") or [])
         if kind == "risk":
             return plots.risk_svg(((detail.get("manifest") or {}).get("privacy") or {}).get("risk"))
+        if kind == "utility":
+            return plots.utility_svg((detail.get("manifest") or {}).get("utility"))
         return plots.loss_svg(detail["per_attribute_loss"])
 
     # --- health --------------------------------------------------------------------------------------

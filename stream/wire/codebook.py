@@ -34,6 +34,9 @@ def render_markdown(release_id: str, manifest: dict[str, Any]) -> str:
              "| column | type | meaning |", "|---|---|---|"]
     lines += [f"| `{_cell(c['name'])}` | {_cell(c['type'])} | {_cell(c['meaning'])} |"
               for c in [*cb.get("columns", []), *cb.get("reader_columns", [])]]
+    if cb.get("utility"):
+        lines += ["", "## What the release preserves", "", _cell(cb["utility"]), "",
+                  "Figures: the manifest's `utility` (per QI level and for the sensitive attribute; docs/risk.md)."]
     lines += ["", "## Quasi-identifiers: share of rows at each level", "",
               "| QI | hierarchy | level | rows | share |", "|---|---|---|---|---|"]
     for qi, entry in cb.get("qis", {}).items():

@@ -62,7 +62,7 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
                    columns: list[str], checksum: str, codebook: dict[str, Any] | None = None,
-                   dp: dict[str, Any] | None = None) -> dict[str, Any]:
+                   utility: dict[str, Any] | None = None, dp: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
     settings and the seed only, so the same input gives the same bytes whatever the load (no creation
     time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
@@ -83,5 +83,6 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
         "records": records, "columns": columns, "checksum": checksum,
         "diagnostics": public_diagnostics(release.diagnostics),
         "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
+        "utility": utility,  # core.metrics.utility, public=True: what anonymization cost, per QI level
         **extra,  # differentially private counts and their budget (stream.worker.dpcounts)
     })

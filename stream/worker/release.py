@@ -32,6 +32,7 @@ from core.encoding import Schema, encode
 from core.engines.registry import get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
+from core.metrics.utility import publishable_utility, utility_paragraph
 from core.verify import verify_release
 from db import (
     Candidate,
@@ -264,11 +265,13 @@ class Orchestrator:
         l_ach = report.l_distinct
         metrics = clean_json(release.metrics)
         loss = metrics.get("gcp", metrics.get("loss_metric"))
+        utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
         manifest = build_manifest(
             rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
-            checksum=checksum_encoded(encoded), dp=dp.section if dp else None,
-            codebook=build_codebook(self.schema, table, suppressed=len(suppressed_ids), context=self.context))
+            checksum=checksum_encoded(encoded), utility=utility, dp=dp.section if dp else None, codebook=build_codebook(
+                self.schema, table, suppressed=len(suppressed_ids), context=self.context,
+                utility=utility_paragraph(utility)))
         manifest["rows"] = rows_digest(self.columns, rows)  # per-row hashes over the values (stream.wire.rowhash)
         manifest = sign_manifest(manifest, self.signer)
         stored = StoredRelease(

@@ -72,6 +72,14 @@ def test_anonymize_writes_rows_and_report(tiny, tmp_path):
     assert rows["age"].str.fullmatch(r"\[\d+, \d+\)|\d+").all()  # real-valued bands are half-open [lo, hi)
     lo, hi = rows["age_lo"].astype(float), rows["age_hi"].astype(float)
     assert (lo >= ages.min() - 20).all() and (hi <= ages.max() + 20).all() and (lo < hi).all()
+    # the utility report: full figures in the data owner's report, its paragraph in the codebook
+    util = rep["utility"]
+    assert util["public"] is False and util["rows"] == 40 and util["published"] == len(released)
+    colours = util["qis"]["colour"]["levels"][0]
+    assert colours["original"] == pd.read_csv(data)["colour"].value_counts().to_dict()
+    assert util["sensitive"]["original"] == pd.read_csv(data)["offence"].value_counts().to_dict()
+    assert util["crosstab"]["columns"] == ["age:1", "offence"]  # the default: first QI's first band x sensitive
+    assert rep["codebook"]["utility"].startswith("Preserves")
 
 
 def test_unknown_column_in_spec(tiny, tmp_path):

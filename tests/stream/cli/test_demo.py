@@ -43,3 +43,11 @@ def test_demo_runs_a_day_and_its_releases_load_with_read_releases(tmp_path, monk
     by_region = df.groupby("suburb_region").size()
     assert len(by_region) >= 1 and by_region.sum() == df["suburb_region"].notna().sum()
     assert len(list(folder.glob("*.codebook.md"))) == df["release_id"].nunique()
+    # issue 26's "done when": a histogram per band at a chosen level, and what the releases preserve
+    from stream.analyst import band_counts, read_codebook, read_utility
+
+    ages = band_counts(df, "age", "band of width 10", read_codebook(folder))
+    assert ages.total == len(df) and all(band.startswith("[") for band in ages.counts.index)
+    util = read_utility(folder)
+    assert set(util["release_id"]) == set(df["release_id"]) and util["resolved"].between(0, 1).all()
+    assert read_codebook(folder)["utility"].startswith("Preserves")

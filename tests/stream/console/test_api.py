@@ -60,7 +60,7 @@ def test_release_detail_analysis_matches_ledger(console: Console, seeded: Seeded
     severities = [o["severity"] for o in offences]
     assert severities == sorted(severities)  # ordered by severity, as in the CG paper's figures
     assert set(d["per_attribute_loss"]) == set(an["qi_columns"])
-    assert set(d["plots"]) == {"class-sizes", "offences", "risk", "loss"}  # no front for mondrian
+    assert set(d["plots"]) == {"class-sizes", "offences", "risk", "utility", "loss"}  # no front for mondrian
     assert any(a["action"] == "release-stored" for a in d["audit"])
 
 
@@ -75,10 +75,18 @@ def test_release_not_found(console: Console) -> None:
 
 def test_plots_are_svg(console: Console, seeded: Seeded) -> None:
     rid = seeded.releases["S2"]
-    for name in ("class-sizes", "offences", "risk", "loss"):
+    for name in ("class-sizes", "offences", "risk", "utility", "loss"):
         status, headers, body = console.call("GET", f"/releases/{rid}/plots/{name}.svg")
         assert status == 200 and headers["Content-Type"].startswith("image/svg+xml")
         assert "<svg" in body and 'href="http' not in body  # self-contained, nothing fetched
+    utility = console.get_json(f"/api/releases/{rid}")["manifest"]["utility"]
+    svg = console.call("GET", f"/releases/{rid}/plots/utility.svg")[2]
+    assert "Original against released distribution" in svg and "original" in svg and "released" in svg
+    for name in utility["qis"]:  # one panel per QI that resolves at some level, titled with its level
+        if any(lv["resolved"] for lv in utility["qis"][name]["levels"]):
+            assert f"{name} at " in svg
+    assert f"{utility['sensitive']['name']} (published)" in svg
+    assert 'src="/releases/' + quote(rid, safe="") + '/plots/utility.svg"' in console.call("GET", f"/releases/{rid}")[2]
     assert console.call("GET", f"/releases/{rid}/plots/nonsense.svg")[0] == 404
 
 
@@ -142,7 +150,7 @@ def test_html_pages(console: Console, seeded: Seeded) -> None:
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     rid = seeded.releases["P1"]
     status, _h, body = console.call("GET", f"/releases/{rid}")
-    assert status == 200 and body.count('<img class=plot') == 5 and "plots/front.svg" in body
+    assert status == 200 and body.count('<img class=plot') == 6 and "plots/front.svg" in body
     status, _h, body = console.call("GET", "/health")
     assert status == 200 and seeded.held_window.split("|")[0] in body and "release after review" in body
     assert "<h2>Linking guard</h2>" in body and "co-offenders" in body

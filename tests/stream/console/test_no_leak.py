@@ -27,7 +27,7 @@ def _crawl(console: Console, seeded: Seeded, token: str) -> dict[str, str]:
         get(f"/api/releases/{rid}")
         get(f"/releases/{rid}")
         get(f"/api/releases/{rid}/front")
-        for name in ("class-sizes", "offences", "loss", "front"):
+        for name in ("class-sizes", "offences", "utility", "loss", "front"):
             get(f"/releases/{rid}/plots/{name}.svg")
     # control responses too (a pause and a refused window release)
     bodies["pause"] = console.call("POST", "/api/stations/LEAK1/pause", token=token)[2]

@@ -22,7 +22,7 @@ def test_releases_report_writes_one_self_contained_page(seeded: Seeded, tmp_path
     page = out.read_text()
     for part in ("What was released", "crime-reports", "mondrian", "independent verifier", "passed", "Utility",
                  "linking guard", "differentially private counts", "spent of", "Expected:", "key id", "ed25519",
-                 "Sign-off"):
+                 "Sign-off", "Preserves"):  # the utility report in words (the codebook's paragraph)
         assert part in page, part
     assert "<script" not in page and "http" not in page.split("</style>", 1)[1]  # nothing loaded from elsewhere
     assert "{'" not in page and "': " not in page  # no Python repr of a dict

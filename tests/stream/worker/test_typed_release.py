@@ -74,6 +74,12 @@ def test_manifest_carries_a_signed_codebook(released, tmp_path):  # type: ignore
         assert cb["rows"] == len(records) and cb["suppressed"]["not_published"] == manifest["counts"]["suppressed"]
         for qi, entry in cb["qis"].items():
             assert sum(s["share"] for s in entry["shares"]) == pytest.approx(1.0), qi
+        # the utility report, in its publishable form, and the codebook's paragraph drawn from it
+        util = manifest["utility"]
+        assert util["public"] is True and util["published"] == len(records) == cb["rows"]
+        assert util["suppressed"] == manifest["counts"]["suppressed"] and set(util["qis"]) == set(cb["qis"])
+        assert util["crosstab"]["columns"] == ["suburb:region", "offence"] and "original" not in util["sensitive"]
+        assert cb["utility"].startswith("Preserves") and cb["qis"]["age"]["grid"]["widths"] == [5, 10, 20, 40]
         # altering the codebook breaks the signature: it is part of the signed content
         forged = {**manifest, "codebook": {**cb, "rows": cb["rows"] + 1}}
         assert verify_manifest(forged, public) is not None

@@ -1,0 +1,211 @@
+"""The utility report of a release: what anonymization cost, per QI level, for the sensitive attribute
+and for one two-way table (docs/risk.md "Utility: what a release still answers").
+
+Definitions (``n`` original rows; released rows carry generalized labels; rows the engine suppressed
+are not published and count as ``*``):
+
+* **marginal at a level** of a QI: released labels roll up to their node at that level
+  (:func:`core.columns.rollup.roll_up`); a label above the level (``*``, a wider band, a range across
+  two nodes) is counted as ``coarser``, a suppressed row as ``suppressed``. ``resolved`` is the share
+  of the ``n`` rows placed in a node: how much of the question "how many per node?" the release answers.
+* **tvd**: total variation distance ``1/2 * sum |p - q|`` between the original distribution ``p`` over
+  the level's nodes and the distribution ``q`` of the resolved released rows (both normalised): how far
+  the shape an analyst sees is from the truth, whatever was lost. None when no row resolves.
+* **sensitive**: original and published value counts; ``tvd`` as above (only suppression moves it).
+* **crosstab** (``[utility] crosstab`` in the spec, two columns, each a QI at a level ``name:level``, the
+  sensitive or a pass-through column): cell counts over the rows resolved on both axes; ``max_error``
+  is the largest ``|original - released|`` over the cells, with its cell; ``unresolved`` counts rows
+  that are in no released cell (coarser on an axis, or suppressed).
+
+``public=True`` gives what may be published beside the data (the manifest): figures over the published
+rows only (nothing about suppressed rows beyond their number), original cells under ``k`` withheld, the
+sensitive attribute's original counts left out (its ``tvd`` becomes the bound ``tvd_at_most`` =
+suppressed / n), and the crosstab's worst cell named only when its original count is at least ``k``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from core.columns.rollup import grid_of, level_index, roll_up
+from core.columns.typed import interpreters
+from core.encoding import Schema
+from core.errors import AnonymizationError, SpecError
+
+
+def _counts(values: pd.Series) -> dict[str, int]:
+    vc = values.value_counts(dropna=True)
+    return {str(k): int(v) for k, v in sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
+def tvd(original: dict[str, int], released: dict[str, int]) -> float | None:
+    """Total variation distance between two count tables, each normalised to 1 (None if one is empty)."""
+    n, m = sum(original.values()), sum(released.values())
+    if not n or not m:
+        return None
+    keys = set(original) | set(released)
+    return 0.5 * sum(abs(original.get(c, 0) / n - released.get(c, 0) / m) for c in keys)
+
+
+def _original_labels(schema: Schema, name: str, values: pd.Series) -> pd.Series:
+    """The original values of a QI as level-0 labels (numbers and days as the hierarchy writes them)."""
+    enc = schema.hierarchies[name].encode(values, unknown="top")
+    return pd.Series(enc.labels[0][enc.codes], index=values.index, dtype=object)
+
+
+def _axis(schema: Schema, text: str, grids: dict[str, dict[str, Any]]) -> tuple[str, int | None]:
+    name, _, level = text.partition(":")
+    if name in grids:
+        try:
+            return name, level_index(grids[name], level or 0)
+        except ValueError as exc:
+            raise SpecError(f"spec field 'utility.crosstab': {name}: {exc}") from None
+    spec = schema.spec
+    if not level and (name == schema.sensitive or name in spec.passthrough):
+        return name, None
+    raise SpecError(f"spec field 'utility.crosstab': {text!r} is not a QI (name or name:level), the sensitive "
+                    "attribute or a pass-through column")
+
+
+def default_crosstab(schema: Schema) -> list[str]:
+    """The two-way table checked when the spec names none: the first QI at its first level above the
+    values, against the sensitive attribute (or the second QI's values)."""
+    first = schema.qi_names[0]
+    other = schema.sensitive or (schema.qi_names[1] if len(schema.qi_names) > 1 else first)
+    return [f"{first}:1", other]
+
+
+def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, *, k: int = 1,
+                   public: bool = False) -> dict[str, Any]:
+    """The utility report of ``released`` (labels, the engine's ``Release.rows`` or the published table)
+    against ``original`` (the input the engine saw). ``released``'s index must be a subset of
+    ``original``'s: the rows missing from it were suppressed."""
+    suppressed = int((~original.index.isin(released.index)).sum())
+    base = original.loc[original.index.isin(released.index)] if public else original
+    n = len(base)
+    grids = {i.name: grid_of(i, original[i.name], max_rows=None) for i in interpreters(schema)}
+    qis: dict[str, Any] = {}
+    for name, grid in grids.items():
+        orig0 = _original_labels(schema, name, base[name])
+        levels = []
+        for lvl, lname in enumerate(grid["levels"][:-1]):
+            o = _counts(roll_up(orig0, grid, lvl))
+            placed = roll_up(released[name], grid, lvl)
+            r = _counts(placed)
+            entry: dict[str, Any] = {"level": lvl, "name": lname, "original": o, "released": r,
+                                     "coarser": int(placed.isna().sum()), "suppressed": 0 if public else suppressed,
+                                     "resolved": sum(r.values()) / n if n else 0.0, "tvd": tvd(o, r)}
+            levels.append(_withhold(entry, k) if public else entry)
+        qis[name] = {"levels": levels}
+    report: dict[str, Any] = {"rows": len(original), "published": len(released), "suppressed": suppressed,
+                              "public": public, "qis": qis}
+    if schema.sensitive:
+        s = schema.sensitive
+        o, r = _counts(original[s]), _counts(released[s])
+        report["sensitive"] = ({"name": s, "released": r, "suppressed": suppressed,
+                                "tvd_at_most": suppressed / len(original) if len(original) else 0.0}
+                               if public else {"name": s, "original": o, "released": r, "suppressed": suppressed,
+                                               "tvd": tvd(o, r)})
+    report["crosstab"] = crosstab(schema, base, released, grids, k=k, public=public)
+    return report
+
+
+def publishable_utility(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, k: int) -> dict[str, Any]:
+    """:func:`utility_report` with ``public=True``, as the worker puts it in a manifest. A report that
+    cannot be computed says why (``error``) and never stops the release it describes."""
+    try:
+        return utility_report(schema, original, released, k=k, public=True)
+    except (AnonymizationError, ValueError, KeyError, TypeError) as exc:
+        message = exc.message if isinstance(exc, AnonymizationError) else f"{type(exc).__name__}: {exc}"
+        return {"public": True, "error": message[:300]}
+
+
+def _withhold(entry: dict[str, Any], k: int) -> dict[str, Any]:
+    """Original cells under ``k`` left out of a published level (their rows summed as ``withheld``)."""
+    small = {c: v for c, v in entry["original"].items() if v < k}
+    kept = {c: v for c, v in entry["original"].items() if v >= k}
+    return {**entry, "original": kept, "withheld": sum(small.values())}
+
+
+def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, grids: dict[str, dict[str, Any]],
+             *, k: int = 1, public: bool = False) -> dict[str, Any]:
+    """The two-way table of the spec's ``[utility] crosstab`` (or :func:`default_crosstab`)."""
+    names = list(schema.spec.utility.crosstab or default_crosstab(schema))
+    try:
+        axes = [_axis(schema, t, grids) for t in names]
+    except SpecError as exc:  # a level the hierarchy lacks: reported, never a reason to hold a release
+        return {"columns": names, "error": exc.message, "max_error": None}
+    orig, rel = [], []
+    for col, lvl in axes:
+        if lvl is None:
+            orig.append(original[col].astype(str))
+            rel.append(released[col].astype(str))
+        else:
+            orig.append(roll_up(_original_labels(schema, col, original[col]), grids[col], lvl))
+            rel.append(roll_up(released[col], grids[col], lvl))
+    o = pd.DataFrame({"a": orig[0], "b": orig[1]}).dropna().value_counts()
+    r = pd.DataFrame({"a": rel[0], "b": rel[1]}).dropna().value_counts()
+    table = pd.concat([o.rename("original"), r.rename("released")], axis=1).fillna(0).astype(int)
+    out: dict[str, Any] = {"columns": names, "cells": len(table), "rows": int(o.sum()),
+                           "unresolved": len(original) - int(r.sum()), "max_error": None}
+    if len(table):
+        err = (table["original"] - table["released"]).abs()
+        cell = err.sort_values(ascending=False, kind="stable").index[0]
+        cell_original = int(table.loc[cell, "original"])
+        worst: dict[str, Any] = {"cell": [str(cell[0]), str(cell[1])], "original": cell_original,
+                                 "released": int(table.loc[cell, "released"]), "error": int(err[cell])}
+        if public and cell_original < k:
+            worst = {"cell": None, "original": None, "released": None, "error": worst["error"]}
+        out["max_error"] = worst
+    return out
+
+
+PRESERVED = 0.9
+"""A level is *preserved* when at least this share of the rows resolves at it."""
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def utility_paragraph(report: dict[str, Any]) -> str:
+    """One short paragraph from the figures: what the release preserves and what it distorts."""
+    if report.get("error"):
+        return f"No utility report: {report['error']}"
+    keeps, loses = [], []
+    for name, qi in report.get("qis", {}).items():
+        levels = qi.get("levels") or []
+        good = [lv for lv in levels if lv["resolved"] >= PRESERVED]
+        if good:
+            best = good[0]
+            shape = f", TVD {best['tvd']:.2f}" if best.get("tvd") else ""
+            where = "exactly" if best["level"] == 0 else f"to {best['name']}"
+            keeps.append(f"{name} {where} ({_pct(best['resolved'])} of rows{shape})")
+            finer = [lv for lv in levels if lv["level"] < best["level"]]
+            if finer:
+                lv = finer[-1]
+                loses.append(f"{name} at {lv['name']} (only {_pct(lv['resolved'])} of rows resolve)")
+        elif levels and not any(lv["resolved"] for lv in levels):
+            loses.append(f"{name} entirely (no row below *)")
+        elif levels:
+            lv = max(levels, key=lambda x: (x["resolved"], -x["level"]))
+            loses.append(f"{name} at every level (at most {_pct(lv['resolved'])} of rows resolve, at {lv['name']})")
+    text = ("Preserves: " + "; ".join(keeps) + "." if keeps else "Preserves no QI at any level below *.")
+    if loses:
+        text += " Distorts: " + "; ".join(loses) + "."
+    sens = report.get("sensitive")
+    if sens:
+        bound = sens.get("tvd_at_most", sens.get("tvd")) or 0.0
+        text += (f" The sensitive attribute {sens['name']} is published unchanged"
+                 + (f" for every published row ({sens['suppressed']} suppressed row(s) not published; TVD at most "
+                    f"{bound:.2f})." if sens["suppressed"] else " for every row."))
+    ct = report.get("crosstab") or {}
+    worst = ct.get("max_error")
+    if worst:
+        of = f" of {worst['original']}" if worst.get("original") is not None else ""
+        cell = f" (cell {' × '.join(worst['cell'])})" if worst.get("cell") else ""
+        text += (f" Table {' × '.join(ct['columns'])}: largest cell error {worst['error']}{of}{cell}; "
+                 f"{ct['unresolved']} row(s) in no cell.")
+    return text
