@@ -101,7 +101,7 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
             raise InfeasibleError(f"batch has {present} distinct offence(s) but l={lmin}; no class can be "
                                   f"{lmin}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
-    problem = build_problem(batch, weights, row_sev)
+    problem = build_problem(batch, weights, row_sev, nested=params.bands == "nested")
     setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
     seed = mondrian_seed(batch, kmin, lmin) if info.get("degraded") else None  # only when degraded
     if seed is not None:

@@ -53,7 +53,7 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.assign_search import AssignSearch
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data
@@ -70,7 +70,7 @@ MAX_PASSES = 40  # deterministic work budget, docs/engines/ils.md "Budget"
 MAX_ITERATIONS = 512
 
 
-class ILSParams(EngineParams):
+class ILSParams(BandsParams):
     objective: Literal["gcp", "sil"] = Field(default="gcp", description="information loss to minimise: gcp | sil")
     start: str = Field(default="kmember", description="initial homogeneous solution: kmember | lgreedy | "
                                                       "any engine returning classes without suppression")

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data
 from core.engines.hetero.graph import regular_from_clusters
@@ -43,14 +43,14 @@ def kmember_cls(data: HeteroData, k: int, rng: np.random.Generator) -> np.ndarra
     return kmember_clusters(data.xn, data.xc, data.inv_range, data.cat_den, data.cat_offsets, k, first)
 
 
-class KMemberEngine(Engine[EngineParams]):
+class KMemberEngine(Engine[BandsParams]):
     name = "kmember"
     summary = "greedy k-member clustering (homogeneous clusters, range / set labels, no hierarchies)"
     paper = "Byun et al. 2007, Efficient k-anonymization using clustering techniques"
-    Params = EngineParams
+    Params = BandsParams
     models = ("k",)
 
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+    def anonymize(self, batch: EncodedBatch, params: BandsParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)

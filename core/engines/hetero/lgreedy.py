@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data
 from core.engines.hetero.graph import regular_from_clusters
@@ -37,7 +37,7 @@ from core.engines.hetero.greedy import lgreedy_clusters
 from core.engines.hetero.release import homogeneous_release
 
 
-class LGreedyParams(EngineParams):
+class LGreedyParams(BandsParams):
     window: int = Field(default=0, ge=0, description="unassigned rows scanned per choice (0 = all)")
 
 

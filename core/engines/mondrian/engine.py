@@ -7,10 +7,11 @@ among those whose split keeps both halves valid (strict partitioning: no value o
 a partition that cannot be split is released as one class.
 
 Categorical QIs are split on the order of their hierarchy's leaves (siblings are adjacent, so
-halves stay close to subtrees). Released labels: numeric QIs as the closed range ``[min-max]`` of
-the partition's values; categorical, masked and date QIs as the lowest common ancestor in their
-hierarchy. The loss of a numeric range is (max - min) / (domain span), of a hierarchy label
-(leaves under - 1) / (leaves - 1) (or its band's width for dates).
+halves stay close to subtrees). Released labels (``bands = "nested"``, the default): every QI as
+the lowest common ancestor of the partition's values in its hierarchy, so labels nest; with
+``bands = "free"`` numeric QIs get the closed range ``[min, max]`` of the partition's values
+instead. The loss of a numeric range is (max - min) / (domain span), of a hierarchy label
+(leaves under - 1) / (leaves - 1) (or its band's width for numbers and dates).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import numpy as np
 
 from core.encoding import EncodedBatch
 from core.engines.base import (
+    BandsParams,
     Engine,
-    EngineParams,
     Progress,
     Release,
     no_progress,
@@ -51,14 +52,14 @@ def leaf_order(q: EncodedQI) -> np.ndarray:
     return ranks
 
 
-class MondrianEngine(Engine[EngineParams]):
+class MondrianEngine(Engine[BandsParams]):
     name = "mondrian"
     summary = "strict multidimensional median partitioning with local recoding (no suppression)"
     paper = "LeFevre, DeWitt, Ramakrishnan 2006 (Mondrian)"
-    Params = EngineParams
+    Params = BandsParams
     models = ("k", "l", "t", "max_risk")  # avg_risk is a global bound; median cuts cannot target it
 
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+    def anonymize(self, batch: EncodedBatch, params: BandsParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         require_models(self, params)
@@ -85,7 +86,7 @@ class MondrianEngine(Engine[EngineParams]):
                 return True
         return False
 
-    def _release(self, batch: EncodedBatch, params: EngineParams, parts: list[np.ndarray],
+    def _release(self, batch: EncodedBatch, params: BandsParams, parts: list[np.ndarray],
                  started: float) -> Release:
         cls = np.empty(batch.n, dtype=np.int64)
         for i, rows in enumerate(parts):
@@ -96,7 +97,7 @@ class MondrianEngine(Engine[EngineParams]):
             labels = np.empty(batch.n, dtype=object)
             for rows in parts:
                 leaves = q.codes[rows]
-                if q.kind == "numeric":
+                if q.kind == "numeric" and params.bands == "free":
                     assert q.leaf_values is not None  # numeric QIs are ordered
                     vals = q.leaf_values[leaves]
                     lo, hi = float(vals.min()), float(vals.max())
