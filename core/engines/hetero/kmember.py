@@ -31,7 +31,7 @@ import numpy as np
 from core.encoding import EncodedBatch
 from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
-from core.engines.hetero.data import HeteroData, hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data, nested_data
 from core.engines.hetero.graph import regular_from_clusters
 from core.engines.hetero.greedy import kmember_clusters
 from core.engines.hetero.release import homogeneous_release
@@ -55,7 +55,7 @@ class KMemberEngine(Engine[BandsParams]):
         started = time.perf_counter()
         check_k_only(self, batch, params)
         data = hetero_data(batch)
-        cls = kmember_cls(data, params.k, rng)
+        cls = kmember_cls(nested_data(batch) if params.bands == "nested" else data, params.k, rng)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")
         matches = regular_from_clusters(cls, params.k, rng)

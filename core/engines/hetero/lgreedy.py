@@ -31,7 +31,7 @@ from pydantic import Field
 from core.encoding import EncodedBatch
 from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
-from core.engines.hetero.data import HeteroData, hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data, nested_data
 from core.engines.hetero.graph import regular_from_clusters
 from core.engines.hetero.greedy import lgreedy_clusters
 from core.engines.hetero.release import homogeneous_release
@@ -67,7 +67,7 @@ class LGreedyEngine(Engine[LGreedyParams]):
         started = time.perf_counter()
         check_k_only(self, batch, params)
         data = hetero_data(batch)
-        cls = lgreedy_cls(data, params.k, params.window)
+        cls = lgreedy_cls(nested_data(batch) if params.bands == "nested" else data, params.k, params.window)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")
         matches = regular_from_clusters(cls, params.k, rng)
