@@ -94,8 +94,7 @@ def _ordered_covered(labels: pd.Series, values: np.ndarray, rows: np.ndarray, co
     return (lo <= v) & (v <= hi)
 
 
-def _nominal_covered(labels: pd.Series, values: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                     hierarchy: Hierarchy | None = None) -> np.ndarray:
+def _nominal_covered(labels: pd.Series, values: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     lab = labels.to_numpy(dtype=str)
     uniq, inv = np.unique(lab, return_inverse=True)
     member_lab, member_val = [], []
@@ -105,12 +104,22 @@ def _nominal_covered(labels: pd.Series, values: np.ndarray, rows: np.ndarray, co
             member_val.append(v)
     allowed = pd.MultiIndex.from_arrays([np.asarray(member_lab, dtype=np.int64), np.asarray(member_val, dtype=object)])
     edges = pd.MultiIndex.from_arrays([inv[rows].astype(np.int64), values[cols].astype(object)])
-    ok = np.asarray(edges.isin(allowed))
-    if hierarchy is not None and not ok.all():  # a node of the QI's hierarchy (nested releases)
-        pairs = pd.DataFrame({"g": inv[rows][~ok], "v": values[cols][~ok]}).drop_duplicates()
-        covered = {(g, v) for g, v in zip(pairs["g"], pairs["v"], strict=True) if hierarchy.covers(uniq[g], v)}
-        ok[~ok] = [(g, v) in covered for g, v in zip(inv[rows][~ok], values[cols][~ok], strict=True)]
-    return ok
+    return np.asarray(edges.isin(allowed))
+
+
+def _hierarchy_covered(hierarchy: Hierarchy | None, labels: pd.Series, originals: pd.Series, rows: np.ndarray,
+                       cols: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``ok`` with the pairs it rejects re-checked by the hierarchy (``Hierarchy.covers``), once per
+    distinct (label, original value) pair."""
+    if hierarchy is None:
+        return ok
+    bad = np.flatnonzero(~ok)
+    lab = labels.astype(str).to_numpy()[rows[bad]]
+    val = originals.astype(str).str.strip().to_numpy()[cols[bad]]
+    verdict = {pair: hierarchy.covers(*pair) for pair in set(zip(lab, val, strict=True))}
+    out = ok.copy()
+    out[bad] = [verdict[pair] for pair in zip(lab, val, strict=True)]
+    return out
 
 
 def _check_graph(matching: np.ndarray, n: int, k: int, failures: list[str]) -> int:
@@ -185,7 +194,9 @@ def verify_k_regular(original: pd.DataFrame, release: Release, schema: Schema,
                     ok = _ordered_covered(rows[name], vals, r_idx, o_idx, date=True)
                 else:
                     vals = orig[name].astype(str).str.strip().to_numpy(dtype=object)
-                    ok = _nominal_covered(rows[name], vals, r_idx, o_idx, schema.hierarchies.get(name))
+                    ok = _nominal_covered(rows[name], vals, r_idx, o_idx)
+                if not ok.all():  # a node of the QI's hierarchy the forms above do not read (nested releases)
+                    ok = _hierarchy_covered(schema.hierarchies.get(name), rows[name], orig[name], r_idx, o_idx, ok)
                 if not ok.all():
                     rep.k = 0
                     j = int(np.flatnonzero(~ok)[0])

@@ -126,8 +126,18 @@ def test_local_recode_has_no_free_option():
     assert "bands" not in get_engine("local-recode").Params.model_fields
 
 
-def test_is_laminar():
-    assert is_laminar([(0, 9), (0, 4), (5, 9), (5, 5), (20, 30)])
-    assert not is_laminar([(0, 9), (5, 14)])
-    assert not is_laminar([(0, 4), (4, 8)])  # closed ranges sharing an end overlap
+def test_typed_columns_read_nested_labels():
+    """age_lo / age_hi and the date bounds parse every nested label; each label sits on a hierarchy level."""
+    from core.columns import typed_columns
+    from core.columns.typed import interpreters
 
+    df = make(np.random.default_rng(8), 80)
+    eng = get_engine("mondrian")
+    rel = eng.anonymize(encode(df, SCHEMA), make_params(eng, {"k": 4}), np.random.default_rng(0))
+    typed = typed_columns(rel.rows, SCHEMA)
+    real = rel.rows["age"] != "*"
+    assert typed.loc[real, "age_lo"].notna().all() and (typed.loc[real, "age_lo"] <= typed.loc[real, "age_hi"]).all()
+    assert typed.loc[rel.rows["day"] != "*", "day_start"].notna().all()
+    assert typed["color_level"].notna().all()  # a node, never a set
+    for interp in interpreters(SCHEMA):  # the codebook's level shares: every label on a level, none a range
+        assert all(isinstance(interp.level(lab), int) for lab in rel.rows[interp.name].astype(str).unique())
