@@ -39,10 +39,17 @@ engines that cannot guarantee them refuse. The report carries the release's risk
 
 Local-recoding engines (mondrian, cg-kanon, cg-diverse, kmember, lgreedy, ils) release nested bands:
 each class's label is the smallest node of the spec's hierarchy covering it, so released bands never
-overlap and counts per band add up. --bands free releases each class's own range instead.
+overlap and counts per band add up. --bands free releases each class's own range instead. Full-domain
+engines (optimal, kgen, ...) and local-recode always release nested hierarchy nodes.
 
 {history}Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
 """
+
+
+def _has_bands(name: str) -> bool:
+    from core.engines.registry import get_engine
+
+    return "bands" in get_engine(name).Params.model_fields
 
 
 def _value(text: str) -> object:
@@ -61,6 +68,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.encoding import encode
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
+    from core.errors import ParamsError
     from core.verify import verify_release
     from stream.cli._paths import check_paths
     from stream.cli._progress import ProgressPrinter
@@ -77,8 +85,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     for item in args.param or []:
         name, _, raw = item.partition("=")
         values[name.strip().replace("-", "_")] = _value(raw)
-    if args.bands is not None:  # --bands is --param bands=...; engines without free ranges refuse it
+    if args.bands is not None and "bands" in engine.Params.model_fields:  # as --param bands=...
         values.setdefault("bands", args.bands)
+    elif args.bands == "free":  # full-domain engines (and local-recode) release hierarchy nodes only
+        raise ParamsError(f"engine '{engine.name}' releases hierarchy nodes only (always nested); --bands free "
+                          f"applies to {', '.join(n for n in engine_names() if _has_bands(n))}")
     params = make_params(engine, values, requirement=args)  # -k, -l, --max-suppression; --param wins
     history = batch_history.history_before(args, schema, frame)
     frame = batch_history.without_released(frame, history)

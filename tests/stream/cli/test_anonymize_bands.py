@@ -28,7 +28,10 @@ def test_nested_by_default_free_on_request(tiny, tmp_path):  # noqa: F811
     assert all(b is not None for b in bounds)
 
 
-def test_bands_refused_by_an_engine_without_it(tiny):  # noqa: F811
+def test_free_bands_refused_by_an_engine_that_only_nests(tiny):  # noqa: F811
     spec, data = tiny
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "3", "--bands", "free")
-    assert_one_line_error(proc, "bands")
+    assert_one_line_error(proc, "releases hierarchy nodes only")
+    assert "mondrian" in proc.stderr
+    ok = cli("anonymize", str(data), "--spec", str(spec), "--engine", "local-recode", "-k", "3", "--bands", "nested")
+    assert ok.returncode == 0, ok.stderr  # full-domain and local-recode releases are nested already
