@@ -105,8 +105,11 @@ def _nominal_sigma(codes: np.ndarray) -> float:
     return float(np.sqrt(share)) if share > 0 else 1.0
 
 
-def hetero_data(batch: EncodedBatch) -> HeteroData:
-    """Split the batch's QIs into ordered values and nominal codes (see the module docstring)."""
+def hetero_data(batch: EncodedBatch, sets: bool = True) -> HeteroData:
+    """Split the batch's QIs into ordered values and nominal codes (see the module docstring).
+
+    ``sets``: the release writes set labels ``{a,b}`` (``bands = "free"``), so values holding ``,``
+    or starting with ``{`` are refused."""
     spec = batch.schema.spec
     num_names, num_kinds, cols = [], [], []
     cat_names, codes, values = [], [], []
@@ -118,7 +121,7 @@ def hetero_data(batch: EncodedBatch) -> HeteroData:
             cols.append(np.asarray(enc.leaf_values, dtype=np.float64)[enc.codes])
         else:
             raw = batch.frame[q.name].astype(str).str.strip()
-            bad = raw[raw.str.contains(",", regex=False) | raw.str.startswith("{")].unique().tolist()
+            bad = raw[raw.str.contains(",", regex=False) | raw.str.startswith("{")].unique().tolist() if sets else []
             if bad:
                 raise InputDataError(
                     f"column '{q.name}' has values that cannot be written in a set label "

@@ -134,7 +134,7 @@ class ILSEngine(Engine[ILSParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
+        data = hetero_data(batch, sets=params.bands == "free")
         sdata = nested_data(batch) if params.bands == "nested" else data  # what the search minimises
         cls = start_clusters(batch, sdata, params, rng)
         if np.bincount(np.unique(cls, return_inverse=True)[1]).min() < params.k:

@@ -54,7 +54,7 @@ class KMemberEngine(Engine[BandsParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
+        data = hetero_data(batch, sets=params.bands == "free")
         cls = kmember_cls(nested_data(batch) if params.bands == "nested" else data, params.k, rng)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")

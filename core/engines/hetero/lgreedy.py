@@ -66,7 +66,7 @@ class LGreedyEngine(Engine[LGreedyParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
+        data = hetero_data(batch, sets=params.bands == "free")
         cls = lgreedy_cls(nested_data(batch) if params.bands == "nested" else data, params.k, params.window)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")

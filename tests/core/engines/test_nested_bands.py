@@ -141,3 +141,17 @@ def test_typed_columns_read_nested_labels():
     assert typed["color_level"].notna().all()  # a node, never a set
     for interp in interpreters(SCHEMA):  # the codebook's level shares: every label on a level, none a range
         assert all(isinstance(interp.level(lab), int) for lab in rel.rows[interp.name].astype(str).unique())
+
+
+def test_values_with_commas_need_no_set_labels_when_nested():
+    """Free set labels cannot hold 'Smith, J'; nested labels are nodes, so the value is released as is."""
+    from core.errors import InputDataError
+
+    schema = Schema.from_spec(parse_spec({"name": "c", "qi": [
+        {"name": "who", "type": "categorical", "hierarchy": {"tree": {"A": ["Smith, J", "Jones, K"], "B": ["Lee"]}}}]}))
+    df = pd.DataFrame({"who": ["Smith, J", "Jones, K", "Lee"] * 4})
+    eng = get_engine("kmember")
+    rel = eng.anonymize(encode(df, schema), make_params(eng, {"k": 4}), np.random.default_rng(0))
+    assert verify_release(df, rel, schema).ok
+    with pytest.raises(InputDataError, match="set label"):
+        eng.anonymize(encode(df, schema), make_params(eng, {"k": 4, "bands": "free"}), np.random.default_rng(0))
