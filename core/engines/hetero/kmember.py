@@ -5,9 +5,11 @@ DASFAA 2007 (the k-member baseline of the ILS paper, §2 and §6).
 
 GUARANTEE: every released row belongs to a cluster of at least k rows (exactly k, except that the
 fewer than k rows left at the end join existing clusters); all rows of a cluster carry the same QI
-labels, the range ``[min, max]`` of its numeric values and the set ``{a,b}`` of its other values, so
-the release is k-anonymous (homogeneous). No row is suppressed. l-diversity / t-closeness are not
-supported.
+labels, so the release is k-anonymous (homogeneous): by default (``bands = "nested"``) per QI the
+smallest node of its hierarchy covering the cluster's values, the clustering run on
+:func:`~core.engines.hetero.data.nested_data` (node levels); with ``bands = "free"`` the range
+``[min, max]`` of its numeric values and the set ``{a,b}`` of its other values, no hierarchy used.
+No row is suppressed. l-diversity / t-closeness are not supported.
 
 Algorithm (Byun et al., Fig. 4): start from a random record; repeatedly seed a new cluster with the
 remaining record furthest from the last record used, then add k - 1 times the remaining record

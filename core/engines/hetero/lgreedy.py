@@ -3,8 +3,8 @@
 PAPER: Liang and Samavi, "Optimization-based k-anonymity algorithms", Computers & Security 93
 (2020), the l-greedy heuristic (the second baseline of the ILS paper, §2 and §6).
 
-GUARANTEE: as ``kmember``: clusters of at least k rows with identical range / set labels
-(homogeneous k-anonymity), no suppression, k only.
+GUARANTEE: as ``kmember``: clusters of at least k rows with identical labels (hierarchy nodes by
+default, range / set labels with ``bands = "free"``; homogeneous k-anonymity), no suppression, k only.
 
 Algorithm. The ILS paper describes l-greedy as "sorting the dataset to incrementally create
 clusters with the best k elements", with a sort that favours GCP. Our reading:
