@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from core.encoding import EncodedBatch
 from core.errors import InfeasibleError
@@ -42,6 +43,20 @@ class EngineParams(PrivacyRequirement):
     :class:`~core.privacy.requirement.PrivacyRequirement`) and the engine's own, which engines add in a
     subclass. An engine whose privacy defaults differ from the requirement's takes its row of
     ``core.engines.defaults.PRIVACY_DEFAULTS`` as ``privacy_defaults``."""
+
+
+Bands = Literal["nested", "free"]
+
+
+class BandsParams(EngineParams):
+    """Parameters of the local-recoding engines that can release free ranges: the ``bands`` setting,
+    declared here once (``anonymize --bands``, ``--param bands=...``, the stream's engine params)."""
+
+    bands: Bands = Field(default="nested",
+                         description="nested: each class's label per QI is the smallest node of the QI's hierarchy "
+                                     "covering its values (bands on the hierarchy's grid, dates on day / month / "
+                                     "year, categories on the tree), so released labels never overlap and counts "
+                                     "add up; free: each class's own range or set (less loss, overlapping labels)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,8 @@ Interval labels, one format for every engine (docs/stream.md "Release columns"):
 interval notation with ``, ``. A closed interval ``[30, 39]`` includes both bounds; a half-open
 one ``[30, 40)`` excludes its upper bound. Bands of an integer QI (``integer = true``) are
 written closed over whole numbers (``[30, 34]`` for the band 30 <= x < 35); bands of a
-real-valued QI half-open. Local-recoding engines write the closed hull ``[lo, hi]`` of the
+real-valued QI half-open. Local-recoding engines write these bands (nested, the default: see
+:mod:`core.hierarchies.nodes`), or with ``bands = "free"`` the closed hull ``[lo, hi]`` of the
 values they group, or the single value when ``lo == hi``. :func:`parse_interval` also reads the
 older ``[30-39]`` and ``[day..day]`` forms so that stored releases still verify.
 """

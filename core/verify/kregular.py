@@ -13,7 +13,8 @@ released labels alone (no engine internals) it checks:
 4. every listed original value lies inside the released label: ``[lo, hi]`` or a single number
    for numeric QIs, ``[day, day]`` or a single day for date QIs (the older ``[lo-hi]`` and
    ``[day..day]`` forms are read too), ``{a,b}`` or a single value for
-   categorical and masked QIs.
+   categorical and masked QIs; in nested releases also a node of the QI's hierarchy (``*``, a
+   band, a month ``YYYY-MM`` or year ``YYYY``, a category of the tree).
 
 A k-regular bipartite graph is a union of k perfect matchings, so with 3 and 4 every original row
 has k released rows it may have become, and every released row has k originals it may come from
@@ -24,12 +25,15 @@ l-diversity and t-closeness cannot be certified this way and fail verification i
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from core.contract import DateFormat
 from core.encoding import Schema
 from core.engines.base import Release
+from core.hierarchies.base import TOP, Hierarchy
 from core.hierarchies.dates import DateHierarchy, to_days
 from core.hierarchies.intervals import parse_interval, split_interval
 from core.privacy.requirement import PrivacyRequirement
@@ -38,6 +42,8 @@ from core.verify.report import VerificationReport, check_risk
 
 def _numeric_bounds(label: str) -> tuple[float, float]:
     """Inclusive numeric bounds of a label (a half-open ``[a, b)`` ends just below ``b``); NaN if unreadable."""
+    if label == TOP:
+        return -np.inf, np.inf
     parsed = parse_interval(label)
     if parsed is None:
         return np.nan, np.nan
@@ -46,6 +52,12 @@ def _numeric_bounds(label: str) -> tuple[float, float]:
 
 
 def _date_bounds(label: str) -> tuple[float, float]:
+    if label == TOP:
+        return -np.inf, np.inf
+    period = _PERIODS.get(len(label)) if _PERIOD.match(label) else None
+    if period is not None:  # a month or year node of the date hierarchy (nested releases)
+        start = pd.Timestamp(label + period[0], tz="UTC")
+        return start.value / 86400e9, (start + period[1]).value / 86400e9 - 1
     try:
         parts = split_interval(label)
         lo, hi = (parts[0], parts[1]) if parts else (label, label)
@@ -54,6 +66,10 @@ def _date_bounds(label: str) -> tuple[float, float]:
         return float(days[0]), end
     except Exception:  # unparseable label: covers nothing
         return np.nan, np.nan
+
+
+_PERIOD = re.compile(r"^\d{4}(-\d{2})?$")
+_PERIODS = {4: ("-01-01", pd.DateOffset(years=1)), 7: ("-01", pd.DateOffset(months=1))}
 
 
 def _date_format(schema: Schema, name: str) -> DateFormat | None:
@@ -89,6 +105,21 @@ def _nominal_covered(labels: pd.Series, values: np.ndarray, rows: np.ndarray, co
     allowed = pd.MultiIndex.from_arrays([np.asarray(member_lab, dtype=np.int64), np.asarray(member_val, dtype=object)])
     edges = pd.MultiIndex.from_arrays([inv[rows].astype(np.int64), values[cols].astype(object)])
     return np.asarray(edges.isin(allowed))
+
+
+def _hierarchy_covered(hierarchy: Hierarchy | None, labels: pd.Series, originals: pd.Series, rows: np.ndarray,
+                       cols: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``ok`` with the pairs it rejects re-checked by the hierarchy (``Hierarchy.covers``), once per
+    distinct (label, original value) pair."""
+    if hierarchy is None:
+        return ok
+    bad = np.flatnonzero(~ok)
+    lab = labels.astype(str).to_numpy()[rows[bad]]
+    val = originals.astype(str).str.strip().to_numpy()[cols[bad]]
+    verdict = {pair: hierarchy.covers(*pair) for pair in set(zip(lab, val, strict=True))}
+    out = ok.copy()
+    out[bad] = [verdict[pair] for pair in zip(lab, val, strict=True)]
+    return out
 
 
 def _check_graph(matching: np.ndarray, n: int, k: int, failures: list[str]) -> int:
@@ -164,6 +195,8 @@ def verify_k_regular(original: pd.DataFrame, release: Release, schema: Schema,
                 else:
                     vals = orig[name].astype(str).str.strip().to_numpy(dtype=object)
                     ok = _nominal_covered(rows[name], vals, r_idx, o_idx)
+                if not ok.all():  # a node of the QI's hierarchy the forms above do not read (nested releases)
+                    ok = _hierarchy_covered(schema.hierarchies.get(name), rows[name], orig[name], r_idx, o_idx, ok)
                 if not ok.all():
                     rep.k = 0
                     j = int(np.flatnonzero(~ok)[0])

@@ -39,8 +39,19 @@ re-identification risk: --param max_risk=0.1 (every class >= 10 rows) or --param
 engines that cannot guarantee them refuse. The report carries the release's risk profile
 (privacy.risk, docs/risk.md).
 
+Local-recoding engines (mondrian, cg-kanon, cg-diverse, kmember, lgreedy, ils) release nested bands:
+each class's label is the smallest node of the spec's hierarchy covering it, so released bands never
+overlap and counts per band add up. --bands free releases each class's own range instead. Full-domain
+engines (optimal, kgen, ...) and local-recode always release nested hierarchy nodes.
+
 {history}Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
 """
+
+
+def _has_bands(name: str) -> bool:
+    from core.engines.registry import get_engine
+
+    return "bands" in get_engine(name).Params.model_fields
 
 
 def _value(text: str) -> object:
@@ -59,6 +70,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.encoding import encode
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
+    from core.errors import ParamsError
     from core.metrics.utility import utility_paragraph, utility_report
     from core.verify import verify_release
     from stream.cli._paths import check_paths
@@ -76,6 +88,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     for item in args.param or []:
         name, _, raw = item.partition("=")
         values[name.strip().replace("-", "_")] = _value(raw)
+    if args.bands is not None and "bands" in engine.Params.model_fields:  # as --param bands=...
+        values.setdefault("bands", args.bands)
+    elif args.bands == "free":  # full-domain engines (and local-recode) release hierarchy nodes only
+        raise ParamsError(f"engine '{engine.name}' releases hierarchy nodes only (always nested); --bands free "
+                          f"applies to {', '.join(n for n in engine_names() if _has_bands(n))}")
     params = make_params(engine, values, requirement=args)  # -k, -l, --max-suppression; --param wins
     history = batch_history.history_before(args, schema, frame)
     frame = batch_history.without_released(frame, history)
@@ -161,6 +178,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-suppression", type=float, default=None,
                    help="fraction of rows that may be suppressed (default: the engine's, see 'anonstream engines')")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="extra engine parameter (repeatable)")
+    p.add_argument("--bands", choices=("nested", "free"), default=None,
+                   help="local-recoding engines: nested (default) releases hierarchy nodes that never overlap, "
+                   "so counts per band add up; free releases each class's own range (less loss, overlapping "
+                   "bands); see docs/stream.md 'Nested bands'")
     p.add_argument("--seed", type=int, default=0, help="random seed (engines are deterministic per seed)")
     p.add_argument("--out", help="write the anonymized rows here (CSV; text cells starting with = + - @ are "
                    "prefixed with ' so spreadsheets never run them as formulas; numbers are unchanged)")

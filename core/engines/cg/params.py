@@ -8,7 +8,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import EngineParams
+from core.engines.base import BandsParams
 from core.engines.defaults import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError, ParamsError, SpecError, preview
 
@@ -16,7 +16,7 @@ TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window converges in ~25 sw
 MAX_SWEEPS = 100  # the deterministic work budget (docs/engines/cg-kanon.md, "Budget")
 
 
-class CGParams(EngineParams):
+class CGParams(BandsParams):
     """Shared CG parameters. ``k`` is the paper's k_cons: every class has k_min = max(k, smallest severity
     in the batch) rows (eq. 4)."""
 

@@ -1,6 +1,9 @@
 """The numeric form of a CG problem: per-QI arrays for the kernels, severities and orderings.
 
-Local recoding generalizes each class to the least common generalization of its members:
+Local recoding generalizes each class to the least common generalization of its members. With
+``bands = "nested"`` (the default) every QI uses the lowest common ancestor in its hierarchy (the
+TREE case below, numeric bands included), so the labels nest and the search's loss is that of
+the released nodes. With ``bands = "free"``:
 
 * ``numeric`` QIs with an interval hierarchy (ordered leaves) use the closed range of the class,
   labelled ``[lo, hi]`` (:func:`core.hierarchies.intervals.range_label`); loss (max - min) / (domain
@@ -65,7 +68,9 @@ class Problem:
         return float(self.sev.sum())
 
 
-def build_problem(batch: EncodedBatch, weights: np.ndarray, row_sev: np.ndarray) -> Problem:
+def build_problem(batch: EncodedBatch, weights: np.ndarray, row_sev: np.ndarray, nested: bool = True) -> Problem:
+    """The problem of ``batch``; with ``nested`` every QI (numeric ones too) is generalized on its
+    hierarchy's nodes (TREE), so the search's loss is that of the node labels it will release."""
     n, d = batch.n, batch.d
     hmax = max(int(q.height) for q in batch.qis)
     kind = np.zeros(d, np.int64)
@@ -79,7 +84,7 @@ def build_problem(batch: EncodedBatch, weights: np.ndarray, row_sev: np.ndarray)
     key = np.zeros((d, n))
     for a, q in enumerate(batch.qis):
         key[a] = _path_rank(q)[q.codes]
-        if _is_range(q):
+        if not nested and _is_range(q):
             kind[a] = RANGE
             x[a] = np.asarray(q.leaf_values, float)[q.codes]
             lo, hi = q.domain  # type: ignore[misc]

@@ -72,11 +72,12 @@ def make_setup(mode: int, n: int, row_sev: np.ndarray, sens: np.ndarray, m: int,
     return setup, info
 
 
-def mondrian_seed(batch: EncodedBatch, kmin: int, lmin: int | None) -> np.ndarray | None:
+def mondrian_seed(batch: EncodedBatch, kmin: int, lmin: int | None, nested: bool = False) -> np.ndarray | None:
     """Class id per row of Mondrian's partition under (k_min, distinct l_min), classes numbered in
-    Mondrian's (locality-preserving) order; None when Mondrian finds no partition."""
+    Mondrian's (locality-preserving) order; None when Mondrian finds no partition. ``nested``: cut on
+    hierarchy nodes."""
     try:
-        parts = mondrian_parts(batch, PrivacyRequirement(k=kmin, l=lmin, l_kind="distinct"))
+        parts = mondrian_parts(batch, PrivacyRequirement(k=kmin, l=lmin, l_kind="distinct"), nested=nested)
     except InfeasibleError:
         return None
     cls = np.empty(batch.n, np.int64)
@@ -101,10 +102,11 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
             raise InfeasibleError(f"batch has {present} distinct offence(s) but l={lmin}; no class can be "
                                   f"{lmin}-diverse", reason="infeasible")
     weights = effective_weights(batch, params.weights)
-    problem = build_problem(batch, weights, row_sev)
+    problem = build_problem(batch, weights, row_sev, nested=params.bands == "nested")
     setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params)
-    seed = mondrian_seed(batch, kmin, lmin) if info.get("degraded") else None  # only when degraded
-    if seed is not None:
+    nested = params.bands == "nested"  # nested: Mondrian's node-aligned classes are a third ordering
+    seed = mondrian_seed(batch, kmin, lmin, nested) if info.get("degraded") or nested else None
+    if seed is not None and info.get("degraded"):
         setup, info = make_setup(mode, batch.n, row_sev, sens, problem.m, kmin, cap, params,
                                  int(np.bincount(seed).max()))
     cap = setup.cap

@@ -4,7 +4,8 @@ Used by ``kmember``, ``lgreedy`` and ``ils`` (paper: "Heterogeneous k-anonymity 
 search", see ``/work/shared/papers/heterogeneous-k-anonymity-iterated-local-search.txt``):
 
 * :mod:`~core.engines.hetero.data`: QI values as a numeric matrix and categorical codes, with the
-  domain sizes, ranges and standard deviations the GCP and SIL objectives need;
+  domain sizes, ranges and standard deviations the GCP and SIL objectives need; for
+  ``bands = "nested"`` (the default) the search's view on hierarchy levels (``nested_data``);
 * :mod:`~core.engines.hetero.objective`: from-scratch GCP / SIL of a matching or a clustering
   (the reference the incremental fast path is tested against);
 * :mod:`~core.engines.hetero.greedy`: numba kernels of k-member and l-greedy;
@@ -14,6 +15,7 @@ search", see ``/work/shared/papers/heterogeneous-k-anonymity-iterated-local-sear
 * :mod:`~core.engines.hetero.fastgain`: the bounded GCP delta used in the move loop;
 * :mod:`~core.engines.hetero.search`: local search (Algorithm 2), perturbation, ILS iterations;
 * :mod:`~core.engines.hetero.runner`: the anytime driver (chunks, deadline, trace);
-* :mod:`~core.engines.hetero.release`: range / set labels and :class:`~core.engines.base.Release`;
+* :mod:`~core.engines.hetero.release`: node labels (nested), range / set labels (free) and
+  :class:`~core.engines.base.Release`;
 * :mod:`~core.engines.hetero.common`: parameter checks shared by the three engines.
 """

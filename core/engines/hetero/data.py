@@ -42,6 +42,7 @@ class HeteroData:
     num_high: np.ndarray  # (dn,) domain maximum
     num_std: np.ndarray  # (dn,) sigma used by SIL (never 0)
     cat_std: np.ndarray  # (dc,) sigma used by SIL (never 0)
+    cat_weight: np.ndarray | None = None  # (dc,) cost of one more distinct value, instead of 1 / (|domain| - 1)
 
     @property
     def n(self) -> int:
@@ -75,7 +76,9 @@ class HeteroData:
 
     @property
     def cat_den(self) -> np.ndarray:
-        """1 / (|domain| - 1) per nominal QI (0 for a one-value domain)."""
+        """1 / (|domain| - 1) per nominal QI (0 for a one-value domain), or ``cat_weight`` when given."""
+        if self.cat_weight is not None:
+            return self.cat_weight
         m = self.cat_sizes.astype(np.float64)
         return np.divide(1.0, m - 1, out=np.zeros_like(m), where=m > 1)
 
@@ -102,8 +105,11 @@ def _nominal_sigma(codes: np.ndarray) -> float:
     return float(np.sqrt(share)) if share > 0 else 1.0
 
 
-def hetero_data(batch: EncodedBatch) -> HeteroData:
-    """Split the batch's QIs into ordered values and nominal codes (see the module docstring)."""
+def hetero_data(batch: EncodedBatch, sets: bool = True) -> HeteroData:
+    """Split the batch's QIs into ordered values and nominal codes (see the module docstring).
+
+    ``sets``: the release writes set labels ``{a,b}`` (``bands = "free"``), so values holding ``,``
+    or starting with ``{`` are refused."""
     spec = batch.schema.spec
     num_names, num_kinds, cols = [], [], []
     cat_names, codes, values = [], [], []
@@ -115,7 +121,7 @@ def hetero_data(batch: EncodedBatch) -> HeteroData:
             cols.append(np.asarray(enc.leaf_values, dtype=np.float64)[enc.codes])
         else:
             raw = batch.frame[q.name].astype(str).str.strip()
-            bad = raw[raw.str.contains(",", regex=False) | raw.str.startswith("{")].unique().tolist()
+            bad = raw[raw.str.contains(",", regex=False) | raw.str.startswith("{")].unique().tolist() if sets else []
             if bad:
                 raise InputDataError(
                     f"column '{q.name}' has values that cannot be written in a set label "
@@ -133,4 +139,45 @@ def hetero_data(batch: EncodedBatch) -> HeteroData:
         cat_values=tuple(values), num_low=xn.min(axis=0) if n else np.zeros(0),
         num_high=xn.max(axis=0) if n else np.zeros(0), num_std=np.where(std > 0, std, 1.0),
         cat_std=np.array([_nominal_sigma(xc[:, j]) for j in range(xc.shape[1])], dtype=np.float64),
+    )
+
+
+def nested_data(batch: EncodedBatch) -> HeteroData:
+    """The search's view of the batch for ``bands = "nested"``: the loss of a group approximates the
+    cost of the hierarchy nodes its labels will be, so the kernels keep groups inside nodes.
+
+    Each QI becomes one nominal column per level below its top, holding the row's node at that
+    level; one more distinct node at level ``l`` costs the rise in mean node cost from level ``l``
+    to ``l + 1`` (so a group whose lowest common node is at level L pays about that node's cost).
+    Ordered QIs keep their value (range over the hierarchy's domain) instead of the leaf level,
+    which spreads the cost of a group within its band. Used only to choose groups: the released
+    labels and losses are the nodes' (:mod:`core.hierarchies.nodes`)."""
+    num_cols, low, high, num_names, num_kinds = [], [], [], [], []
+    codes, values, weights, names = [], [], [], []
+    for q in batch.qis:
+        first = 0
+        if q.kind in ORDERED_KINDS and q.leaf_values is not None and q.domain is not None:
+            num_cols.append(np.asarray(q.leaf_values, dtype=np.float64)[q.codes])
+            low.append(float(q.domain[0]))
+            high.append(max(float(q.domain[1]), float(q.domain[0]) + 1e-12))
+            num_names.append(q.name)
+            num_kinds.append(q.kind)
+            first = 1
+        rows_at = [q.at(lvl) for lvl in range(q.height + 1)]
+        mean_cost = [float(q.cost[lvl][rows_at[lvl]].mean()) if batch.n else 0.0 for lvl in range(q.height + 1)]
+        for lvl in range(first, q.height):
+            codes.append(rows_at[lvl].astype(np.int64))
+            values.append(np.arange(q.n_codes(lvl)).astype(str).astype(object))
+            weights.append(max(mean_cost[lvl + 1] - mean_cost[lvl], 1e-6))
+            names.append(f"{q.name}@{lvl}")
+    n = batch.n
+    xn = np.stack(num_cols, axis=1) if num_cols else np.zeros((n, 0))
+    xc = np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)
+    std = xn.std(axis=0) if n else np.ones(xn.shape[1])
+    return HeteroData(
+        num_names=tuple(num_names), num_kinds=tuple(num_kinds), cat_names=tuple(names), xn=xn, xc=xc,
+        cat_values=tuple(values), num_low=np.asarray(low, dtype=np.float64),
+        num_high=np.asarray(high, dtype=np.float64), num_std=np.where(std > 0, std, 1.0),
+        cat_std=np.array([_nominal_sigma(xc[:, j]) for j in range(xc.shape[1])], dtype=np.float64),
+        cat_weight=np.asarray(weights, dtype=np.float64),
     )

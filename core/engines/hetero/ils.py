@@ -53,10 +53,10 @@ import pandas as pd
 from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.assign_search import AssignSearch
 from core.engines.hetero.common import check_k_only
-from core.engines.hetero.data import HeteroData, hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data, nested_data
 from core.engines.hetero.graph import candidates, regular_from_clusters
 from core.engines.hetero.kmember import kmember_cls
 from core.engines.hetero.lgreedy import lgreedy_cls
@@ -70,7 +70,7 @@ MAX_PASSES = 40  # deterministic work budget, docs/engines/ils.md "Budget"
 MAX_ITERATIONS = 512
 
 
-class ILSParams(EngineParams):
+class ILSParams(BandsParams):
     objective: Literal["gcp", "sil"] = Field(default="gcp", description="information loss to minimise: gcp | sil")
     start: str = Field(default="kmember", description="initial homogeneous solution: kmember | lgreedy | "
                                                       "any engine returning classes without suppression")
@@ -134,23 +134,24 @@ class ILSEngine(Engine[ILSParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
-        cls = start_clusters(batch, data, params, rng)
+        data = hetero_data(batch, sets=params.bands == "free")
+        sdata = nested_data(batch) if params.bands == "nested" else data  # what the search minimises
+        cls = start_clusters(batch, sdata, params, rng)
         if np.bincount(np.unique(cls, return_inverse=True)[1]).min() < params.k:
             raise InfeasibleError(f"start solution '{params.start}' has a class smaller than k={params.k}")
-        homogeneous = clustering_objective(data, cls, params.objective)
+        homogeneous = clustering_objective(sdata, cls, params.objective)
         matches = regular_from_clusters(cls, params.k, rng)
         start_matches = matches.copy()
         t_start = time.perf_counter() - started
         size = params.candidates if params.neighbourhood == "knn" else 0
-        cand = candidates(data, size, params.objective, rng)
+        cand = candidates(sdata, size, params.objective, rng)
         t_cand = time.perf_counter() - started - t_start
-        initial = matching_objective(data, matches, params.objective)
+        initial = matching_objective(sdata, matches, params.objective)
         budget = None if params.time_limit == 0 else max(params.time_limit - (time.perf_counter() - started), 0.0)
         t_before = time.perf_counter() - started
         assign = None
         if params.search == "assign" and params.k > 1:
-            assign = AssignSearch(data, matches, params.objective, cand, params.block_size, rng)
+            assign = AssignSearch(sdata, matches, params.objective, cand, params.block_size, rng)
             phase_end = np.inf if budget is None else time.perf_counter() + budget * params.assign_share
 
             def report_assign(elapsed: float, msg: str) -> None:
@@ -161,7 +162,7 @@ class ILSEngine(Engine[ILSParams]):
             matches = assign.M
         t_assign = time.perf_counter() - started - t_before
         remaining = None if budget is None else max(params.time_limit - (time.perf_counter() - started), 0.0)
-        search = Searcher(data, matches, params.objective, cand, int(rng.integers(1, 2**63 - 1)),
+        search = Searcher(sdata, matches, params.objective, cand, int(rng.integers(1, 2**63 - 1)),
                           params.perturbation, params.slack)
 
         def report(elapsed: float, msg: str) -> None:

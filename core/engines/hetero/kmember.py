@@ -5,9 +5,11 @@ DASFAA 2007 (the k-member baseline of the ILS paper, §2 and §6).
 
 GUARANTEE: every released row belongs to a cluster of at least k rows (exactly k, except that the
 fewer than k rows left at the end join existing clusters); all rows of a cluster carry the same QI
-labels, the range ``[min, max]`` of its numeric values and the set ``{a,b}`` of its other values, so
-the release is k-anonymous (homogeneous). No row is suppressed. l-diversity / t-closeness are not
-supported.
+labels, so the release is k-anonymous (homogeneous): by default (``bands = "nested"``) per QI the
+smallest node of its hierarchy covering the cluster's values, the clustering run on
+:func:`~core.engines.hetero.data.nested_data` (node levels); with ``bands = "free"`` the range
+``[min, max]`` of its numeric values and the set ``{a,b}`` of its other values, no hierarchy used.
+No row is suppressed. l-diversity / t-closeness are not supported.
 
 Algorithm (Byun et al., Fig. 4): start from a random record; repeatedly seed a new cluster with the
 remaining record furthest from the last record used, then add k - 1 times the remaining record
@@ -29,9 +31,9 @@ import time
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
-from core.engines.hetero.data import HeteroData, hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data, nested_data
 from core.engines.hetero.graph import regular_from_clusters
 from core.engines.hetero.greedy import kmember_clusters
 from core.engines.hetero.release import homogeneous_release
@@ -43,19 +45,19 @@ def kmember_cls(data: HeteroData, k: int, rng: np.random.Generator) -> np.ndarra
     return kmember_clusters(data.xn, data.xc, data.inv_range, data.cat_den, data.cat_offsets, k, first)
 
 
-class KMemberEngine(Engine[EngineParams]):
+class KMemberEngine(Engine[BandsParams]):
     name = "kmember"
     summary = "greedy k-member clustering (homogeneous clusters, range / set labels, no hierarchies)"
     paper = "Byun et al. 2007, Efficient k-anonymization using clustering techniques"
-    Params = EngineParams
+    Params = BandsParams
     models = ("k",)
 
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+    def anonymize(self, batch: EncodedBatch, params: BandsParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
-        cls = kmember_cls(data, params.k, rng)
+        data = hetero_data(batch, sets=params.bands == "free")
+        cls = kmember_cls(nested_data(batch) if params.bands == "nested" else data, params.k, rng)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")
         matches = regular_from_clusters(cls, params.k, rng)

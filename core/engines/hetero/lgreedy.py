@@ -3,8 +3,8 @@
 PAPER: Liang and Samavi, "Optimization-based k-anonymity algorithms", Computers & Security 93
 (2020), the l-greedy heuristic (the second baseline of the ILS paper, §2 and §6).
 
-GUARANTEE: as ``kmember``: clusters of at least k rows with identical range / set labels
-(homogeneous k-anonymity), no suppression, k only.
+GUARANTEE: as ``kmember``: clusters of at least k rows with identical labels (hierarchy nodes by
+default, range / set labels with ``bands = "free"``; homogeneous k-anonymity), no suppression, k only.
 
 Algorithm. The ILS paper describes l-greedy as "sorting the dataset to incrementally create
 clusters with the best k elements", with a sort that favours GCP. Our reading:
@@ -29,15 +29,15 @@ import numpy as np
 from pydantic import Field
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress
+from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
-from core.engines.hetero.data import HeteroData, hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data, nested_data
 from core.engines.hetero.graph import regular_from_clusters
 from core.engines.hetero.greedy import lgreedy_clusters
 from core.engines.hetero.release import homogeneous_release
 
 
-class LGreedyParams(EngineParams):
+class LGreedyParams(BandsParams):
     window: int = Field(default=0, ge=0, description="unassigned rows scanned per choice (0 = all)")
 
 
@@ -66,8 +66,8 @@ class LGreedyEngine(Engine[LGreedyParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch)
-        cls = lgreedy_cls(data, params.k, params.window)
+        data = hetero_data(batch, sets=params.bands == "free")
+        cls = lgreedy_cls(nested_data(batch) if params.bands == "nested" else data, params.k, params.window)
         elapsed = time.perf_counter() - started
         progress(1.0, "clustered")
         matches = regular_from_clusters(cls, params.k, rng)

@@ -6,6 +6,10 @@ Label conventions (parsed back by :mod:`core.verify.kregular`):
   single value when lo == hi; integers without a decimal point, other floats in a form that reads back exactly;
 * date QI: ``[YYYY-MM-DD, YYYY-MM-DD]`` (closed) or the single day;
 * categorical / masked QI: ``{a,b,c}`` (the sorted set of values) or the single value.
+
+These are the ``bands = "free"`` labels. With ``bands = "nested"`` (the default) every QI of a
+cluster (or of a row's matches) is labelled with the lowest node of its hierarchy covering the
+values (:mod:`core.hierarchies.nodes`), and its loss is the node's cost.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from core.engines.hetero.objective import (
     ncp_matrix,
 )
 from core.hierarchies.intervals import interval_label, range_label
+from core.hierarchies.nodes import nested_group_labels, node_costs, node_labels, row_nodes
 from core.metrics import gcp, loss_metric, per_attribute_loss, summarize
 from core.privacy import achieved
 
@@ -76,6 +81,28 @@ def cluster_labels(data: HeteroData, cls: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def nested_cluster(batch: EncodedBatch, cls: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Nested labels of a clustering and its (n, d) cost matrix, QIs in schema order."""
+    dense = np.unique(cls, return_inverse=True)[1].reshape(-1)
+    labels, cost = {}, np.zeros((batch.n, batch.d))
+    for a, q in enumerate(batch.qis):
+        labels[q.name], cost[:, a] = nested_group_labels(q, dense)
+    return labels, cost
+
+
+def nested_matching(batch: EncodedBatch, matches: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Nested labels of a matching (each row: the lowest node over its matches) and the cost matrix."""
+    labels, cost = {}, np.zeros((batch.n, batch.d))
+    for a, q in enumerate(batch.qis):
+        level, code = row_nodes(q, matches)
+        labels[q.name], cost[:, a] = node_labels(q, level, code), node_costs(q, level, code)
+    return labels, cost
+
+
+def _nested(params: EngineParams) -> bool:
+    return getattr(params, "bands", "free") == "nested"
+
+
 def _schema_order(batch: EncodedBatch, data: HeteroData, cost: np.ndarray) -> np.ndarray:
     idx = [data.qi_order.index(name) for name in batch.schema.qi_names]
     return cost[:, idx]
@@ -91,7 +118,10 @@ def _rows(batch: EncodedBatch, labels: dict[str, np.ndarray]) -> pd.DataFrame:
 def homogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, cls: np.ndarray, matches: np.ndarray,
                         params: EngineParams, started: float, diagnostics: dict[str, Any]) -> Release:
     """Release of a clustering; ``matches`` is a k-regular subgraph of it (for the verifier)."""
-    cost = _schema_order(batch, data, cluster_ncp_matrix(data, cls))
+    if _nested(params):
+        labels, cost = nested_cluster(batch, cls)
+    else:
+        labels, cost = cluster_labels(data, cls), _schema_order(batch, data, cluster_ncp_matrix(data, cls))
     sens = batch.sensitive_codes
     metrics = summarize(cost, batch.weights, cls, 0, params.k, batch.schema.qi_names,
                         None if batch.severity is None or sens is None else batch.severity[sens])
@@ -100,7 +130,7 @@ def homogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, cls:
                                **achieved(cls, sens, c=params.c, t_distance=params.t_distance).as_dict()}
     diag = {"matching": np.sort(matches, axis=1), "clusters": len(np.unique(cls)), **diagnostics}
     return Release(engine=engine, params=params.model_dump(), requirement=params.requirement(),
-                   rows=_rows(batch, cluster_labels(data, cls)), class_ids=np.asarray(cls, dtype=np.int64),
+                   rows=_rows(batch, labels), class_ids=np.asarray(cls, dtype=np.int64),
                    suppressed=batch.frame.index[:0].to_numpy(), metrics=metrics, privacy=privacy, diagnostics=diag,
                    runtime_s=time.perf_counter() - started, verification_mode="k-regular")
 
@@ -108,7 +138,10 @@ def homogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, cls:
 def heterogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, matches: np.ndarray,
                           params: EngineParams, started: float, diagnostics: dict[str, Any]) -> Release:
     """Release of a k-regular matching: row i generalizes exactly the original rows ``matches[i]``."""
-    cost = _schema_order(batch, data, ncp_matrix(data, matches))
+    if _nested(params):
+        labels, cost = nested_matching(batch, matches)
+    else:
+        labels, cost = matching_labels(data, matches), _schema_order(batch, data, ncp_matrix(data, matches))
     metrics = {
         "gcp": gcp(cost), "sil": matching_sil(data, matches),
         "loss_metric": loss_metric(cost, batch.weights),
@@ -120,6 +153,6 @@ def heterogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, ma
     privacy = {"model": "k-regular heterogeneous generalization", "k": int(k), "rows": len(matches)}
     diag = {"matching": np.sort(matches, axis=1), **diagnostics}
     return Release(engine=engine, params=params.model_dump(), requirement=params.requirement(),
-                   rows=_rows(batch, matching_labels(data, matches)), class_ids=np.arange(len(matches)),
+                   rows=_rows(batch, labels), class_ids=np.arange(len(matches)),
                    suppressed=batch.frame.index[:0].to_numpy(), metrics=metrics, privacy=privacy, diagnostics=diag,
                    runtime_s=time.perf_counter() - started, verification_mode="k-regular")

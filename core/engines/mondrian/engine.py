@@ -4,13 +4,15 @@ Ramakrishnan 2006, "Mondrian multidimensional k-anonymity").
 Guarantee: every released class satisfies the requirement (k, and l / t when asked); nothing is
 suppressed. Each partition is split at the median of the QI with the widest normalized range
 among those whose split keeps both halves valid (strict partitioning: no value on both sides);
-a partition that cannot be split is released as one class.
+a partition that cannot be split is released as one class. With ``bands = "nested"`` (the
+default) cuts fall between hierarchy nodes instead (:mod:`core.engines.mondrian.nested`).
 
 Categorical QIs are split on the order of their hierarchy's leaves (siblings are adjacent, so
-halves stay close to subtrees). Released labels: numeric QIs as the closed range ``[min-max]`` of
-the partition's values; categorical, masked and date QIs as the lowest common ancestor in their
-hierarchy. The loss of a numeric range is (max - min) / (domain span), of a hierarchy label
-(leaves under - 1) / (leaves - 1) (or its band's width for dates).
+halves stay close to subtrees). Released labels (``bands = "nested"``, the default): every QI as
+the lowest common ancestor of the partition's values in its hierarchy, so labels nest; with
+``bands = "free"`` numeric QIs get the closed range ``[min, max]`` of the partition's values
+instead. The loss of a numeric range is (max - min) / (domain span), of a hierarchy label
+(leaves under - 1) / (leaves - 1) (or its band's width for numbers and dates).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import numpy as np
 
 from core.encoding import EncodedBatch
 from core.engines.base import (
+    BandsParams,
     Engine,
-    EngineParams,
     Progress,
     Release,
     no_progress,
@@ -31,6 +33,7 @@ from core.engines.base import (
     require_rows,
     require_sensitive,
 )
+from core.engines.mondrian.nested import nested_split, node_ranks
 from core.errors import InfeasibleError
 from core.hierarchies.base import EncodedQI
 from core.hierarchies.intervals import range_label
@@ -51,20 +54,21 @@ def leaf_order(q: EncodedQI) -> np.ndarray:
     return ranks
 
 
-class MondrianEngine(Engine[EngineParams]):
+class MondrianEngine(Engine[BandsParams]):
     name = "mondrian"
     summary = "strict multidimensional median partitioning with local recoding (no suppression)"
     paper = "LeFevre, DeWitt, Ramakrishnan 2006 (Mondrian)"
-    Params = EngineParams
+    Params = BandsParams
     models = ("k", "l", "t", "max_risk")  # avg_risk is a global bound; median cuts cannot target it
 
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
+    def anonymize(self, batch: EncodedBatch, params: BandsParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         require_models(self, params)
         require_rows(batch, params.k)
         require_sensitive(batch, params)
-        return self._release(batch, params, mondrian_parts(batch, params.requirement(), progress), started)
+        parts = mondrian_parts(batch, params.requirement(), progress, nested=params.bands == "nested")
+        return self._release(batch, params, parts, started)
 
     @staticmethod
     def _split(rows: np.ndarray, sub: np.ndarray, span: np.ndarray, valid: Callable[[np.ndarray], bool],
@@ -85,7 +89,7 @@ class MondrianEngine(Engine[EngineParams]):
                 return True
         return False
 
-    def _release(self, batch: EncodedBatch, params: EngineParams, parts: list[np.ndarray],
+    def _release(self, batch: EncodedBatch, params: BandsParams, parts: list[np.ndarray],
                  started: float) -> Release:
         cls = np.empty(batch.n, dtype=np.int64)
         for i, rows in enumerate(parts):
@@ -96,7 +100,7 @@ class MondrianEngine(Engine[EngineParams]):
             labels = np.empty(batch.n, dtype=object)
             for rows in parts:
                 leaves = q.codes[rows]
-                if q.kind == "numeric":
+                if q.kind == "numeric" and params.bands == "free":
                     assert q.leaf_values is not None  # numeric QIs are ordered
                     vals = q.leaf_values[leaves]
                     lo, hi = float(vals.min()), float(vals.max())
@@ -123,12 +127,15 @@ class MondrianEngine(Engine[EngineParams]):
         )
 
 
-def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement,
-                   progress: Progress = no_progress) -> list[np.ndarray]:
+def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement, progress: Progress = no_progress,
+                   nested: bool = False) -> list[np.ndarray]:
     """Mondrian's partition of the batch: row positions per class (InfeasibleError if none exists).
 
-    Also the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
-    ranks = np.stack([leaf_order(q)[q.codes] for q in batch.qis], axis=1)  # (n, d) ordinal per QI
+    ``nested``: cut on hierarchy node boundaries (:mod:`core.engines.mondrian.nested`) instead of at
+    medians. Also the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
+    leaf_ranks = [leaf_order(q) for q in batch.qis]
+    nodes = node_ranks(batch, leaf_ranks) if nested else []
+    ranks = np.stack([r[q.codes] for q, r in zip(batch.qis, leaf_ranks, strict=True)], axis=1)  # (n, d)
     span = np.maximum(ranks.max(axis=0) - ranks.min(axis=0), 1).astype(float)
     sens, sens_labels = batch.sensitive_codes, batch.sensitive_labels
     n_sens = len(sens_labels) if sens_labels is not None else 0
@@ -151,7 +158,9 @@ def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement,
     stack = [all_rows]
     while stack:
         rows = stack.pop()
-        if not MondrianEngine._split(rows, ranks[rows], span, valid, stack):
+        done = nested_split(rows, batch, nodes, valid, stack) if nested else \
+            MondrianEngine._split(rows, ranks[rows], span, valid, stack)
+        if not done:
             final.append(rows)
         if len(final) % 200 == 0:
             progress(sum(len(f) for f in final) / batch.n, f"{len(final)} classes")

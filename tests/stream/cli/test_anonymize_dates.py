@@ -30,10 +30,11 @@ name = "offence"
 """
 
 
+@pytest.mark.parametrize("bands", ["nested", "free"])
 @pytest.mark.parametrize("fmt", ["us", "day-first"])
 @pytest.mark.parametrize("engine", ["kmember", "lgreedy", "ils"])
 def test_range_engines_release_declared_date_formats_verified(tmp_path: Path, capsys, engine: str,  # type: ignore[no-untyped-def]
-                                                              fmt: str) -> None:
+                                                              fmt: str, bands: str) -> None:
     rng = np.random.default_rng(3)
     days = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 60, 48), unit="D")
     pattern = {"us": "%m/%d/%Y", "day-first": "%d/%m/%Y"}[fmt]
@@ -45,7 +46,11 @@ def test_range_engines_release_declared_date_formats_verified(tmp_path: Path, ca
     (tmp_path / "spec.toml").write_text(SPEC.format(fmt=fmt))
     out = tmp_path / "released.csv"
     assert main(["anonymize", str(tmp_path / "export.csv"), "--spec", str(tmp_path / "spec.toml"),
-                 "--engine", engine, "-k", "4", "--out", str(out)]) == 0
+                 "--engine", engine, "-k", "4", "--bands", bands, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert f"{engine}: released 48 rows" in printed and "k=4" in printed and "VERIFICATION FAILED" not in printed
-    assert pd.read_csv(out, dtype=str)["arrested"].str.match(r"^\[?2024-").all()
+    labels = pd.read_csv(out, dtype=str)["arrested"]
+    if bands == "free":  # days and closed ranges of days
+        assert labels.str.match(r"^\[?2024-").all()
+    else:  # nodes of the date hierarchy: a day, a month, the year or *
+        assert labels.str.fullmatch(r"2024(-\d\d){0,2}|\*").all()

@@ -29,7 +29,7 @@ FIELDS = ("M", "W", "mn1", "mn2", "mx1", "mx2", "sm", "cnt", "ndist", "hist", "m
 
 def run_ils(df, schema=SCHEMA, seed=0, **values):
     eng = get_engine("ils")
-    values = {"time_limit": 0, "max_iterations": 30, **values}
+    values = {"time_limit": 0, "max_iterations": 30, "bands": "free", **values}  # the paper's labels and GCP
     return eng.anonymize(encode(df, schema), make_params(eng, values), np.random.default_rng(seed))
 
 
@@ -204,6 +204,9 @@ def test_dates_masked_and_tabled_values_become_ranges_and_sets():
     df = pd.DataFrame({"day": pd.date_range("2021-01-01", periods=200, freq="D").strftime("%Y-%m-%d")[
         rng.integers(0, 200, 50)], "zip": rng.choice(["8001", "8002", "8100"], 50),
         "age": rng.normal(40, 10, 50).round(1), "grade": rng.choice(["1", "2", "3"], 50)})
+    nested = run_ils(df, schema=schema, k=3, bands="nested")  # hierarchy nodes: 'low', '80**', a month, a band
+    assert verify_release(df, nested, schema).ok
+    assert set(nested.rows["grade"]) <= {"1", "2", "3", "low", "high", "*"}
     rel = run_ils(df, schema=schema, k=3)
     report = verify_release(df, rel, schema)
     assert report.ok, report.failures

@@ -1,0 +1,37 @@
+"""``anonymize --bands``: nested bands by default, free ranges on request, refused by engines without them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from core.hierarchies.intervals import parse_interval
+from tests.stream.cli.test_anonymize import assert_one_line_error, cli, tiny  # noqa: F401 (fixture)
+
+
+def _ages(tiny, tmp_path, *extra: str) -> set[str]:  # noqa: F811
+    spec, data = tiny
+    out = tmp_path / "out.csv"
+    proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "mondrian", "-k", "3", "--out", str(out),
+               *extra)
+    assert proc.returncode == 0, proc.stderr
+    return set(pd.read_csv(out, dtype=str)["age"])
+
+
+def test_nested_by_default_free_on_request(tiny, tmp_path):  # noqa: F811
+    nested = _ages(tiny, tmp_path)
+    nodes = {"*", *map(str, range(20, 50)), *(f"[{lo}, {lo + 10})" for lo in range(0, 100, 10)),
+             *(f"[{lo}, {lo + 20})" for lo in range(0, 100, 20))}  # values, 10- and 20-year bands
+    assert nested <= nodes
+    free = _ages(tiny, tmp_path, "--bands", "free")
+    assert any(lab.endswith("]") for lab in free)  # the classes' own closed ranges
+    bounds = [parse_interval(lab) for lab in free if lab != "*"]
+    assert all(b is not None for b in bounds)
+
+
+def test_free_bands_refused_by_an_engine_that_only_nests(tiny):  # noqa: F811
+    spec, data = tiny
+    proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "3", "--bands", "free")
+    assert_one_line_error(proc, "releases hierarchy nodes only")
+    assert "mondrian" in proc.stderr
+    ok = cli("anonymize", str(data), "--spec", str(spec), "--engine", "local-recode", "-k", "3", "--bands", "nested")
+    assert ok.returncode == 0, ok.stderr  # full-domain and local-recode releases are nested already
