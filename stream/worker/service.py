@@ -7,9 +7,8 @@ At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
   A failing database write is retried; if it keeps failing the process exits hard so the offsets
   are never committed (faust acknowledges a batch whose handler raised);
 * releases are stored in the ledger in one transaction before anything is published; records are
-  published first, then the manifest; then the release is marked published. A stored but
-  unpublished release (crash in between) is re-published from the database as stored, by the
-  same worker on restart or by any worker once its publishing claim expires;
+  published first, then the manifest; then the release is marked published. A stored but unpublished
+  release (crash in between) is re-published as stored, on restart or once its publishing claim expires;
 * window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` while
   the worker works on them (they expire only when it dies, hangs or loses the database).
 """
@@ -31,7 +30,7 @@ from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.config.settings import Settings
 from stream.intake.guards import Limits
 from stream.intake.validate import ReportValidator, screen_batch
-from stream.ops.logs import release_ctx
+from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
@@ -257,7 +256,8 @@ class WorkerService:
             _, failures = self._retry_at.get(window.id, (0.0, 0))
             delay = 0.0 if failures == 0 else min(2.0 ** failures, 60.0)
             self._retry_at[window.id] = (time.monotonic() + delay, failures + 1)
-            self.failures.failed("window release", exc, f"closing window {window.id} failed; retrying in {delay:.0f}s")
+            what = f"closing window {window.id} failed; retrying in {delay:.0f}s"
+            self.failures.failed("window release", exc, what, extra=ctx(None, window.id))
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.repo.give_up, window.id, self.worker, datetime.now(UTC))
         finally:

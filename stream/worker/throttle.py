@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -34,8 +35,10 @@ class FailureLog:
         self._kinds: dict[str, _Kind] = {}
         self._lock = threading.Lock()
 
-    def failed(self, kind: str, exc: BaseException, what: str, level: int = logging.ERROR) -> bool:
-        """Record one failure of ``kind``; returns True when a line was logged for it."""
+    def failed(self, kind: str, exc: BaseException, what: str, level: int = logging.ERROR,
+               extra: dict[str, Any] | None = None) -> bool:
+        """Record one failure of ``kind``; returns True when a line was logged for it (with ``extra``'s
+        fields, e.g. :func:`stream.ops.logs.ctx` of the window it is about)."""
         if self.on_failure is not None:
             self.on_failure(kind)
         now = self._clock()  # type: ignore[operator]
@@ -52,10 +55,11 @@ class FailureLog:
                     return False
                 first, count, k.suppressed, k.last_logged = False, k.suppressed + 1, 0, now
         if first:
-            self.logger.log(level, "%s (%s)", what, detail, exc_info=self.logger.isEnabledFor(logging.DEBUG))
+            self.logger.log(level, "%s (%s)", what, detail, exc_info=self.logger.isEnabledFor(logging.DEBUG),
+                            extra=extra)
         else:
             self.logger.log(level, "%s (%s); failed %d time(s) in the last %.0fs", what, detail, count,
-                            self.interval_s)
+                            self.interval_s, extra=extra)
         return True
 
     def recovered(self, kind: str) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
+from stream.ops.logs import JsonFormatter, ctx
 from stream.worker.throttle import FailureLog
 
 
@@ -34,3 +36,17 @@ def test_a_failure_every_tick_logs_one_line_per_interval(caplog) -> None:  # typ
     assert ticks[-1] == "window tick recovered after 120 failure(s)" and len(ticks) == 5
     assert len([m for m in lines if m.startswith("lease renewal")]) == 4  # kinds are counted apart
     assert sum(r.exc_info is not None for r in caplog.records) == 2  # one traceback per kind, at DEBUG only
+
+
+def test_a_failure_about_a_window_carries_its_fields(caplog) -> None:  # type: ignore[no-untyped-def]
+    clock = Clock()
+    log = logging.getLogger("test.throttle.window")
+    failures = FailureLog(log, interval_s=30.0, clock=clock)
+    with caplog.at_level(logging.INFO, logger="test.throttle.window"):
+        failures.failed("window release", RuntimeError("boom"), "closing window w-1 failed; retrying in 0s",
+                        extra=ctx(None, "w-1"))
+        clock.t = 31.0
+        failures.failed("window release", RuntimeError("boom"), "closing window w-1 failed; retrying in 2s",
+                        extra=ctx(None, "w-1"))
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "test.throttle.window"]
+    assert len(lines) == 2 and all((x["window"], x["release_id"]) == ("w-1", None) for x in lines)
