@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,17 +81,22 @@ def without_released(frame: pd.DataFrame, history: Any) -> pd.DataFrame:
     return rest
 
 
-def publication(args: argparse.Namespace, release: Any, cols: list[str],
-                history: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The released rows in publication order and what the private report says about that order."""
-    import pandas as pd
+def publication(args: argparse.Namespace, release: Any, cols: list[str], history: Any,
+                keys: list[str] | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """The positions of ``release.rows`` in publication order (None: input order, ``--keep-order``),
+    what the private report says about that order, and each row's distinct-row id
+    (:func:`stream.io.csvout.row_ids`, in ``release.rows`` order; equal ids mean equal rows).
+    ``keys``: columns that determine the rest of a row (the labels, sensitive and pass-through
+    columns of a typed table), hashed instead of every column."""
+    from stream.io.csvout import row_ids
 
     rows = release.rows[cols]
+    ids = row_ids(release.rows[keys] if keys else rows)
     if args.keep_order:
         print("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
               "released row is whose (for ils, the true matching); internal diagnostics only", file=sys.stderr)
-        return rows, {"order": "input (--keep-order)"}
-    from stream.worker.sampling import order_seed, publish_order
+        return None, {"order": "input (--keep-order)"}, ids
+    from stream.worker.sampling import order_seed
 
     seed = args.order_seed
     if seed is None and history is not None:
@@ -102,8 +108,33 @@ def publication(args: argparse.Namespace, release: Any, cols: list[str],
         import secrets
 
         seed = secrets.randbits(63)
-    values = rows.astype(object).where(rows.notna(), None).values.tolist()
-    return pd.DataFrame(publish_order(values, seed), columns=cols), {"order": "random", "order_seed": seed}
+    return publication_positions(rows, seed, ids), {"order": "random", "order_seed": seed}, ids
+
+
+def published_rows(rows: pd.DataFrame, positions: Any) -> pd.DataFrame:
+    """``rows`` in publication order (``positions`` from :func:`publication`; None keeps them)."""
+    return rows if positions is None else rows.iloc[positions].reset_index(drop=True)
+
+
+def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any:
+    """Row positions of ``rows`` in :func:`stream.worker.sampling.publish_order`'s order, the same
+    permutation computed over the distinct rows: each distinct row's JSON text is built once, and the
+    canonical order (by that text, ties by position) is a stable sort of the rows by its rank.
+    ``ids``: the rows' distinct-row ids if known (equal ids mean equal rows)."""
+    import numpy as np
+
+    from stream.io.csvout import row_ids
+
+    n = len(rows)
+    ids = row_ids(rows) if ids is None else ids
+    distinct, first = np.unique(ids, return_index=True)
+    heads = rows.iloc[first]
+    keys = [json.dumps(r, default=str) for r in heads.astype(object).where(heads.notna(), None).values.tolist()]
+    ranks = {key: i for i, key in enumerate(sorted(set(keys)))}  # equal texts share a rank: ties by position
+    key_rank = np.empty(len(keys), dtype=np.int64)
+    key_rank[distinct] = [ranks[key] for key in keys]
+    canonical = np.argsort(key_rank[ids], kind="stable")
+    return canonical[np.random.default_rng([seed, 2]).permutation(n)]
 
 
 def record(args: argparse.Namespace, history: Any, release: Any, report: Any, published: pd.DataFrame,
