@@ -128,13 +128,36 @@ def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any
     n = len(rows)
     ids = row_ids(rows) if ids is None else ids
     distinct, first = np.unique(ids, return_index=True)
-    heads = rows.iloc[first]
-    keys = [json.dumps(r, default=str) for r in heads.astype(object).where(heads.notna(), None).values.tolist()]
+    keys = json_keys(rows.iloc[first]).tolist()
     ranks = {key: i for i, key in enumerate(sorted(set(keys)))}  # equal texts share a rank: ties by position
     key_rank = np.empty(len(keys), dtype=np.int64)
     key_rank[distinct] = [ranks[key] for key in keys]
     canonical = np.argsort(key_rank[ids], kind="stable")
     return canonical[np.random.default_rng([seed, 2]).permutation(n)]
+
+
+def json_keys(rows: pd.DataFrame) -> Any:
+    """Each row's ``json.dumps(list(row), default=str)`` (missing values as null), as an object array,
+    each column's distinct values encoded once (a list's JSON text is its items' texts joined by ", ")."""
+    import numpy as np
+    import pandas as pd
+
+    keys: Any = None
+    for col in rows.columns:
+        column = rows[col]
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        if column.dtype == object and not all(type(u) is str for u in uniques):
+            # mixed Python values may hash alike (1 == 1.0 == True) but encode differently: every cell
+            texts = np.asarray([json.dumps(v, default=str) for v in values], dtype=object)
+        else:
+            present, first = np.unique(codes, return_index=True)
+            table = np.asarray([json.dumps(values[i], default=str) for i in first], dtype=object)
+            texts = table[np.searchsorted(present, codes)]
+        keys = texts if keys is None else keys + ", " + texts
+    if keys is None:
+        return np.full(len(rows), "[]", dtype=object)
+    return "[" + keys + "]"
 
 
 def record(args: argparse.Namespace, history: Any, release: Any, report: Any, published: pd.DataFrame,

@@ -1,9 +1,10 @@
-"""Write a release table as CSV, formatting each distinct row once.
+"""Write a release table as CSV, formatting each distinct value once.
 
-A released table repeats few distinct rows (generalized labels, each class's rows alike), so
-:func:`write_csv` has pandas format the distinct rows only and writes their lines in the table's
-order: the bytes are those of ``frame.to_csv(path, index=False)``, at a fraction of the cost. A
-table whose rows are mostly distinct, or whose text holds line breaks, is written by pandas directly.
+A released table repeats few distinct rows (generalized labels, each class's rows alike) and each
+column few distinct values, so :func:`write_csv` has pandas format each column's distinct values of
+the distinct rows only, and writes the lines in the table's order: the bytes are those of
+``frame.to_csv(path, index=False)``, at a fraction of the cost. A table whose text holds line breaks
+is written by pandas directly.
 """
 
 from __future__ import annotations
@@ -40,21 +41,37 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
     prepare = prepare or (lambda f: f)
     ids = row_ids(frame) if ids is None else ids
     distinct = int(ids.max()) + 1 if len(ids) else 0
-    if not len(frame) or distinct > _DISTINCT_SHARE * len(frame):
+    if not len(frame):
         _whole(frame, path, prepare, order)
         return
-    first = np.unique(ids, return_index=True)[1]
-    heads = prepare(frame.iloc[first])
+    if distinct > _DISTINCT_SHARE * len(frame):  # mostly distinct rows: format each column's distinct cells
+        heads, seq = prepare(frame), (np.arange(len(frame)) if order is None else order)
+    else:
+        first = np.unique(ids, return_index=True)[1]
+        heads, seq = prepare(frame.iloc[first]), (ids if order is None else ids[order])
     if _has_line_breaks(heads):
         _whole(frame, path, prepare, order)
         return
     end = os.linesep
-    body = np.asarray(heads.to_csv(index=False, header=False, lineterminator=end).split(end)[:-1], dtype=object)
-    seq = ids if order is None else ids[order]
+    body = _lines(heads)
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(heads.iloc[:0].to_csv(index=False, lineterminator=end))
         for start in range(0, len(seq), _CHUNK):  # chunks: the file's text is never held whole
             fh.write(end.join(body[seq[start:start + _CHUNK]].tolist()) + end)
+
+
+def _lines(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's CSV line (no line end) as pandas writes it, each column's distinct cells formatted
+    once by pandas itself (beside a constant column, so an empty text is not quoted as a lone field)."""
+    lines: np.ndarray | None = None
+    for col in frame.columns:
+        values = frame[col]
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        probe = pd.DataFrame({"v": pd.Series(uniques, dtype=values.dtype), "z": 0})
+        text = probe.to_csv(index=False, header=False, lineterminator="\n").split("\n")[:-1]
+        cells = np.asarray([t[:-2] for t in text] + [""], dtype=object)[codes]  # code -1 (missing): empty
+        lines = cells if lines is None else lines + "," + cells
+    return lines if lines is not None else np.full(len(frame), "", dtype=object)
 
 
 def _whole(frame: pd.DataFrame, path: str | Path, prepare: Callable[[pd.DataFrame], pd.DataFrame],

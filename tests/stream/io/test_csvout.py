@@ -41,3 +41,15 @@ def test_line_breaks_and_distinct_rows_fall_back(tmp_path: Path) -> None:
 def test_row_ids_equal_rows_equal_ids() -> None:
     frame = pd.DataFrame({"a": ["x", "x", None, None, "y"], "b": [1, 1, 2, 2, 1]})
     assert row_ids(frame).tolist() == [0, 0, 1, 1, 2]
+
+
+def test_mostly_distinct_rows_typed_columns(tmp_path: Path) -> None:
+    n = 300
+    frame = pd.DataFrame({"id": range(n), "lo": pd.array([1.5, None, 1e-7] * 100, dtype="Float64"),
+                          "n": pd.array([1, None, -3] * 100, dtype="Int64"),
+                          "s": pd.array(["", None, 'q"t'] * 100, dtype="string"),
+                          "b": pd.array([True, None, False] * 100, dtype="boolean"), "f": [0.1 * i for i in range(n)]})
+    order = np.random.default_rng(0).permutation(n)
+    write_csv(frame, tmp_path / "a.csv", order=order)
+    frame.iloc[order].to_csv(tmp_path / "b.csv", index=False)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
