@@ -128,12 +128,46 @@ def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any
     n = len(rows)
     ids = row_ids(rows) if ids is None else ids
     distinct, first = np.unique(ids, return_index=True)
-    keys = json_keys(rows.iloc[first]).tolist()
-    ranks = {key: i for i, key in enumerate(sorted(set(keys)))}  # equal texts share a rank: ties by position
-    key_rank = np.empty(len(keys), dtype=np.int64)
-    key_rank[distinct] = [ranks[key] for key in keys]
+    key_rank = np.empty(len(first), dtype=np.int64)
+    key_rank[distinct] = text_ranks(rows.iloc[first])
     canonical = np.argsort(key_rank[ids], kind="stable")
     return canonical[np.random.default_rng([seed, 2]).permutation(n)]
+
+
+def text_ranks(rows: pd.DataFrame) -> Any:
+    """Each row's rank (equal texts share one) in the order of ``json.dumps(list(row), default=str)``.
+
+    A row's text is "[" + its items' texts joined by ", " + "]", and an item's text (a JSON scalar)
+    is never a proper prefix of another's followed by the same separator, so comparing two rows'
+    texts is comparing their (item text + separator) column by column: ranked per column over its
+    distinct values, then sorted as tuples. Object columns of mixed Python types fall back to the
+    rows' whole texts (values such as 1 and 1.0 hash alike but encode differently)."""
+    import numpy as np
+    import pandas as pd
+
+    columns = []
+    for j, col in enumerate(rows.columns):
+        column = rows[col]
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        if column.dtype == object and not all(type(u) is str for u in uniques):
+            keys = json_keys(rows).tolist()
+            ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
+            return np.asarray([ranks[key] for key in keys], dtype=np.int64)
+        sep = "]" if j == len(rows.columns) - 1 else ", "
+        present, where = np.unique(codes, return_index=True)
+        texts = [json.dumps(values[i], default=str) + sep for i in where]
+        order = {t: r for r, t in enumerate(sorted(set(texts)))}
+        columns.append(np.asarray([order[t] for t in texts], dtype=np.int64)[np.searchsorted(present, codes)])
+    if not columns:
+        return np.zeros(len(rows), dtype=np.int64)
+    perm = np.lexsort(columns[::-1])  # the first column decides first
+    stacked = np.stack([c[perm] for c in columns])
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (stacked[:, 1:] != stacked[:, :-1]).any(axis=0)
+    ranks = np.empty(len(rows), dtype=np.int64)
+    ranks[perm] = np.cumsum(new) - 1
+    return ranks
 
 
 def json_keys(rows: pd.DataFrame) -> Any:

@@ -24,9 +24,19 @@ def row_ids(frame: pd.DataFrame) -> np.ndarray:
     """Per row, the id (0..m-1, by first appearance) of its distinct row; missing values are equal."""
     ids = np.zeros(len(frame), dtype=np.int64)
     for col in range(frame.shape[1]):
-        codes, uniques = pd.factorize(frame.iloc[:, col], use_na_sentinel=True)
-        ids = pd.factorize(ids * (len(uniques) + 1) + (codes + 1))[0].astype(np.int64)
+        codes, size = value_codes(frame.iloc[:, col])
+        ids = pd.factorize(ids * (size + 1) + (codes + 1))[0].astype(np.int64)
     return ids
+
+
+def value_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Codes of a column's distinct values (-1: missing) and how many there are; values of an object
+    column that hash alike but are written differently (1, 1.0, True) get different codes."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if column.dtype == object and not all(type(u) is str for u in uniques):
+        typed = [None if v is None or v is pd.NA or v != v else (type(v), v) for v in column.to_numpy()]
+        codes, uniques = pd.factorize(pd.Series(typed, dtype=object), use_na_sentinel=True)
+    return codes, len(uniques)
 
 
 def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = None,
@@ -66,8 +76,10 @@ def _lines(frame: pd.DataFrame) -> np.ndarray:
     lines: np.ndarray | None = None
     for col in frame.columns:
         values = frame[col]
-        codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        probe = pd.DataFrame({"v": pd.Series(uniques, dtype=values.dtype), "z": 0})
+        codes, _ = value_codes(values)
+        present, where = np.unique(codes, return_index=True)
+        reps = values.iloc[where[present >= 0]].reset_index(drop=True)  # one row per distinct value
+        probe = pd.DataFrame({"v": reps, "z": 0})
         text = probe.to_csv(index=False, header=False, lineterminator="\n").split("\n")[:-1]
         cells = np.asarray([t[:-2] for t in text] + [""], dtype=object)[codes]  # code -1 (missing): empty
         lines = cells if lines is None else lines + "," + cells

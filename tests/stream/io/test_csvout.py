@@ -53,3 +53,12 @@ def test_mostly_distinct_rows_typed_columns(tmp_path: Path) -> None:
     write_csv(frame, tmp_path / "a.csv", order=order)
     frame.iloc[order].to_csv(tmp_path / "b.csv", index=False)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_mixed_object_values_keep_their_text(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"m": pd.Series([1, 1.0, True, None, "x"] * 4, dtype=object), "k": [0] * 20})
+    write_csv(frame, tmp_path / "a.csv")
+    assert (tmp_path / "a.csv").read_text() == frame.to_csv(index=False)
+    frame = pd.DataFrame({"m": pd.Series([1, 1.0, True, "x"], dtype=object), "id": range(4)})
+    write_csv(frame, tmp_path / "b.csv")
+    assert (tmp_path / "b.csv").read_text() == frame.to_csv(index=False)
