@@ -25,8 +25,16 @@ MISSING = "missing"
 def value_problems(hierarchy: Hierarchy, values: pd.Series) -> np.ndarray:
     """Per value, ``""`` if the hierarchy accepts it, else a reason code (constants above).
 
-    Missing values are not judged here (see :func:`core.contract.missing_mask`).
+    Missing values are not judged here (see :func:`core.contract.missing_mask`). Each distinct value
+    is judged once (a column holds few distinct values; the verdict depends on the value alone).
     """
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    if len(uniques) < len(values):
+        return _problems(hierarchy, pd.Series(uniques))[codes]
+    return _problems(hierarchy, values)
+
+
+def _problems(hierarchy: Hierarchy, values: pd.Series) -> np.ndarray:
     out = np.full(len(values), OK, dtype=object)
     if isinstance(hierarchy, IntervalHierarchy):
         num = pd.to_numeric(values.astype(str).str.strip(), errors="coerce").to_numpy(dtype=np.float64)

@@ -184,10 +184,10 @@ def not_whole(numbers: np.ndarray) -> np.ndarray:
 
 def missing_mask(values: pd.Series, tokens: Iterable[str] = ()) -> np.ndarray:
     """True where a value is missing: NA/None, empty after stripping, or one of the spec's tokens."""
-    na = values.isna().to_numpy()
-    text = values.astype(str).str.strip()
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)  # each distinct value is judged once
+    text = pd.Series(uniques).astype(str).str.strip()
     words = NULL_TOKENS | {t.strip() for t in tokens}
-    return na | text.isin(words).to_numpy()
+    return np.append(text.isin(words).to_numpy(dtype=bool), True)[codes]  # code -1 (NA) picks the last
 
 
 @lru_cache(maxsize=64)

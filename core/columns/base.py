@@ -6,7 +6,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from core.hierarchies import TOP, Hierarchy
@@ -67,9 +66,9 @@ class Interpreter(ABC):
         codes, uniq = pd.factorize(text)
         table = [self.values(u) for u in uniq]
         out = {}
-        for j, col in enumerate(self.columns()):
-            col_vals = np.array([row[j] for row in table] + [None], dtype=object)[codes]
-            out[col.name] = pd.Series(col_vals, index=labels.index, dtype=_DTYPES[col.type])
+        for j, col in enumerate(self.columns()):  # typed once per distinct label, then taken (code -1: the None)
+            small = pd.array([row[j] for row in table] + [None], dtype=_DTYPES[col.type])
+            out[col.name] = pd.Series(small.take(codes), index=labels.index)
         return pd.DataFrame(out, index=labels.index)
 
 

@@ -19,8 +19,10 @@ def class_index(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np
     key = np.zeros(n, dtype=np.int64)
     radix = 1
     for col in columns:
-        codes, uniq = pd.factorize(frame[col], use_na_sentinel=False)
+        codes, uniq = pd.factorize(frame[col], use_na_sentinel=True)
         size = max(len(uniq), 1)
+        if (codes < 0).any():  # missing values: one more value of their own
+            codes, size = np.where(codes < 0, len(uniq), codes), len(uniq) + 1
         if radix * size >= _MAX_KEY:  # compress the key so far before it overflows
             key = pd.factorize(key)[0].astype(np.int64)
             radix = int(key.max()) + 1

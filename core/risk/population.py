@@ -21,7 +21,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import optimize, special
 
 Model = str  # "pitman" | "zayatz" | "snb"
 
@@ -61,6 +60,8 @@ def zayatz(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> fl
 
 def _pitman_gradient(x: np.ndarray, sizes: np.ndarray, counts: np.ndarray, u: float, n: float) -> np.ndarray:
     """Score of the Pitman log-likelihood in (theta, alpha) (Hoshino 2001; ARX's closed form)."""
+    from scipy import special  # scipy loads only when a population is estimated (not for pi = 1)
+
     t, a = float(x[0]), float(x[1])
     o1 = (special.digamma(t / a + u) - special.digamma(t / a + 1.0)) / a  # sum_{i<u} 1 / (t + i a)
     o2 = special.digamma(n + t) - special.digamma(t + 1.0)  # sum_{i<n} 1 / (t + i)
@@ -74,6 +75,8 @@ def pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> fl
     """Pitman: solve the likelihood equations for (theta, alpha), then N^alpha Gamma(theta+1) / Gamma(theta+alpha).
 
     Tries ARX's moment-based starting point, then two fixed ones; ``nan`` when none converges."""
+    from scipy import optimize, special
+
     c1 = float(counts[sizes == 1].sum())
     if c1 == 0:
         return 0.0
@@ -124,6 +127,8 @@ def _snb_moments(x: np.ndarray, k: float, pi: float) -> tuple[float, float]:
 
 def snb(sizes: np.ndarray, counts: np.ndarray, n: int, population: int) -> float:
     """SNB: fit (alpha, beta) so the expected sample classes of size 1 and 2 equal c1 and c2; K beta^alpha."""
+    from scipy import optimize
+
     c1 = float(counts[sizes == 1].sum())
     if c1 == 0:
         return 0.0

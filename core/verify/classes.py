@@ -21,6 +21,7 @@ from core.engines.base import Release
 from core.privacy.check import contingency
 from core.privacy.models import distinct_l, emd, entropy_l, recursive_cl_ok, recursive_l
 from core.privacy.requirement import PrivacyRequirement
+from core.risk.classes import class_index
 from core.verify.report import VerificationReport, check_risk
 
 
@@ -48,13 +49,19 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
         if not (orig[col].astype(str).to_numpy() == rows[col].astype(str).to_numpy()).all():
             failures.append(f"column '{col}' was altered; it must pass through unchanged")
     for name in schema.qi_names:
-        pairs = pd.DataFrame({"v": orig[name].astype(str).to_numpy(), "g": rows[name].astype(str).to_numpy()})
-        pairs = pairs.drop_duplicates()
         hier = schema.hierarchies[name]
-        bad = [(v, g) for v, g in zip(pairs["v"], pairs["g"], strict=True) if not hier.covers(g, v)]
+        bad = [(v, g) for v, g in _distinct_pairs(orig[name], rows[name]) if not hier.covers(g, v)]
         if bad:
             failures.append(f"QI '{name}': {len(bad)} label(s) do not generalize the original value, "
                             f"e.g. {bad[0][1]!r}")
+
+
+def _distinct_pairs(values: pd.Series, labels: pd.Series) -> list[tuple[str, str]]:
+    """The distinct (original value, released label) pairs, as text, in order of first appearance."""
+    v_codes, v_uniq = pd.factorize(values.astype(str).to_numpy())
+    g_codes, g_uniq = pd.factorize(labels.astype(str).to_numpy())
+    keys = pd.unique(v_codes.astype(np.int64) * max(len(g_uniq), 1) + g_codes)
+    return [(str(v_uniq[k // max(len(g_uniq), 1)]), str(g_uniq[k % max(len(g_uniq), 1)])) for k in keys]
 
 
 def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
@@ -66,9 +73,7 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
     rows = release.rows
     rep = VerificationReport(ok=False, mode="classes", released=len(rows), suppressed=len(release.suppressed))
     if len(rows):
-        labels = rows[schema.qi_names].astype(str)
-        cls = labels.groupby(schema.qi_names, sort=False, dropna=False).ngroup().to_numpy()
-        sizes = np.bincount(cls)
+        cls, sizes = class_index(rows[schema.qi_names].astype(str), schema.qi_names)  # classes by first appearance
         rep.k = int(sizes.min())
         if rep.k < req.k:
             failures.append(f"smallest class has {rep.k} rows, requirement k={req.k}")

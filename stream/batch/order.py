@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,17 +81,22 @@ def without_released(frame: pd.DataFrame, history: Any) -> pd.DataFrame:
     return rest
 
 
-def publication(args: argparse.Namespace, release: Any, cols: list[str],
-                history: Any) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The released rows in publication order and what the private report says about that order."""
-    import pandas as pd
+def publication(args: argparse.Namespace, release: Any, cols: list[str], history: Any,
+                keys: list[str] | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """The positions of ``release.rows`` in publication order (None: input order, ``--keep-order``),
+    what the private report says about that order, and each row's distinct-row id
+    (:func:`stream.io.csvout.row_ids`, in ``release.rows`` order; equal ids mean equal rows).
+    ``keys``: columns that determine the rest of a row (the labels, sensitive and pass-through
+    columns of a typed table), hashed instead of every column."""
+    from stream.io.csvout import row_ids
 
     rows = release.rows[cols]
+    ids = row_ids(release.rows[keys] if keys else rows)
     if args.keep_order:
         print("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
               "released row is whose (for ils, the true matching); internal diagnostics only", file=sys.stderr)
-        return rows, {"order": "input (--keep-order)"}
-    from stream.worker.sampling import order_seed, publish_order
+        return None, {"order": "input (--keep-order)"}, ids
+    from stream.worker.sampling import order_seed
 
     seed = args.order_seed
     if seed is None and history is not None:
@@ -102,8 +108,90 @@ def publication(args: argparse.Namespace, release: Any, cols: list[str],
         import secrets
 
         seed = secrets.randbits(63)
-    values = rows.astype(object).where(rows.notna(), None).values.tolist()
-    return pd.DataFrame(publish_order(values, seed), columns=cols), {"order": "random", "order_seed": seed}
+    return publication_positions(rows, seed, ids), {"order": "random", "order_seed": seed}, ids
+
+
+def published_rows(rows: pd.DataFrame, positions: Any) -> pd.DataFrame:
+    """``rows`` in publication order (``positions`` from :func:`publication`; None keeps them)."""
+    return rows if positions is None else rows.iloc[positions].reset_index(drop=True)
+
+
+def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any:
+    """Row positions of ``rows`` in :func:`stream.worker.sampling.publish_order`'s order, the same
+    permutation computed over the distinct rows: each distinct row's JSON text is built once, and the
+    canonical order (by that text, ties by position) is a stable sort of the rows by its rank.
+    ``ids``: the rows' distinct-row ids if known (equal ids mean equal rows)."""
+    import numpy as np
+
+    from stream.io.csvout import row_ids
+
+    n = len(rows)
+    ids = row_ids(rows) if ids is None else ids
+    distinct, first = np.unique(ids, return_index=True)
+    key_rank = np.empty(len(first), dtype=np.int64)
+    key_rank[distinct] = text_ranks(rows.iloc[first])
+    canonical = np.argsort(key_rank[ids], kind="stable")
+    return canonical[np.random.default_rng([seed, 2]).permutation(n)]
+
+
+def text_ranks(rows: pd.DataFrame) -> Any:
+    """Each row's rank (equal texts share one) in the order of ``json.dumps(list(row), default=str)``.
+
+    A row's text is "[" + its items' texts joined by ", " + "]", and an item's text (a JSON scalar)
+    is never a proper prefix of another's followed by the same separator, so comparing two rows'
+    texts is comparing their (item text + separator) column by column: ranked per column over its
+    distinct values, then sorted as tuples. Object columns of mixed Python types fall back to the
+    rows' whole texts (values such as 1 and 1.0 hash alike but encode differently)."""
+    import numpy as np
+    import pandas as pd
+
+    columns = []
+    for j, col in enumerate(rows.columns):
+        column = rows[col]
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        if column.dtype == object and not all(type(u) is str for u in uniques):
+            keys = json_keys(rows).tolist()
+            ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
+            return np.asarray([ranks[key] for key in keys], dtype=np.int64)
+        sep = "]" if j == len(rows.columns) - 1 else ", "
+        present, where = np.unique(codes, return_index=True)
+        texts = [json.dumps(values[i], default=str) + sep for i in where]
+        order = {t: r for r, t in enumerate(sorted(set(texts)))}
+        columns.append(np.asarray([order[t] for t in texts], dtype=np.int64)[np.searchsorted(present, codes)])
+    if not columns:
+        return np.zeros(len(rows), dtype=np.int64)
+    perm = np.lexsort(columns[::-1])  # the first column decides first
+    stacked = np.stack([c[perm] for c in columns])
+    new = np.ones(len(rows), dtype=bool)
+    new[1:] = (stacked[:, 1:] != stacked[:, :-1]).any(axis=0)
+    ranks = np.empty(len(rows), dtype=np.int64)
+    ranks[perm] = np.cumsum(new) - 1
+    return ranks
+
+
+def json_keys(rows: pd.DataFrame) -> Any:
+    """Each row's ``json.dumps(list(row), default=str)`` (missing values as null), as an object array,
+    each column's distinct values encoded once (a list's JSON text is its items' texts joined by ", ")."""
+    import numpy as np
+    import pandas as pd
+
+    keys: Any = None
+    for col in rows.columns:
+        column = rows[col]
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        if column.dtype == object and not all(type(u) is str for u in uniques):
+            # mixed Python values may hash alike (1 == 1.0 == True) but encode differently: every cell
+            texts = np.asarray([json.dumps(v, default=str) for v in values], dtype=object)
+        else:
+            present, first = np.unique(codes, return_index=True)
+            table = np.asarray([json.dumps(values[i], default=str) for i in first], dtype=object)
+            texts = table[np.searchsorted(present, codes)]
+        keys = texts if keys is None else keys + ", " + texts
+    if keys is None:
+        return np.full(len(rows), "[]", dtype=object)
+    return "[" + keys + "]"
 
 
 def record(args: argparse.Namespace, history: Any, release: Any, report: Any, published: pd.DataFrame,

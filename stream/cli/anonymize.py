@@ -79,6 +79,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from stream.io.tables import read_for_spec
 
     t0 = time.perf_counter()
+    stages: dict[str, float] = {"startup_s": _process_age()}
     schema = load_schema(args.spec)
     check_paths((args.input,), {"--out": args.out, "--report": args.report}, schema.spec.input.encoding)
     frame = read_for_spec(args.input, schema.spec, schema)
@@ -97,11 +98,15 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     history = batch_history.history_before(args, schema, frame)
     frame = batch_history.without_released(frame, history)
     batch = encode(frame, schema)
+    stages["read_s"] = time.perf_counter() - t0
     warm_s = warm_up(engine, batch, params)  # load or compile kernels before the engine's clock starts
     started = time.perf_counter()
     release = engine.anonymize(batch, params, np.random.default_rng(args.seed), ProgressPrinter(engine.name))
     runtime = time.perf_counter() - started
+    stages.update(warm_up_s=warm_s, engine_s=runtime)
+    mark = time.perf_counter()
     report = verify_release(frame, release, schema)
+    stages["verify_s"], mark = time.perf_counter() - mark, time.perf_counter()
     risk = batch_risk(schema, frame, release, args.threshold)
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
     table = typed_columns(release.rows, schema)
@@ -110,13 +115,20 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
                               utility=utility_paragraph(utility))
     typed = dataclasses.replace(release, rows=table)
     out_cols = list(table.columns)
-    published, order = batch_history.publication(args, typed, out_cols, history)
+    stages["report_s"], mark = time.perf_counter() - mark, time.perf_counter()
+    keys = [*schema.qi_names, *([schema.sensitive] if schema.sensitive else []), *schema.spec.passthrough]
+    positions, order, ids = batch_history.publication(args, typed, out_cols, history, keys)
+    n_rows = len(frame)
+    del frame, batch  # the input is not needed any more: free it before the output is formatted
+    published = batch_history.published_rows(table, positions) if history is not None else None
     recorded = batch_history.record(args, history, typed, report, published, out_cols)  # before --out
+    del published
     if args.out:
+        from stream.io.csvout import write_csv
         from stream.wire.csvsafe import neutralize_frame
 
         raw = [c.strip() for c in (args.raw_columns or "").split(",") if c.strip()]
-        neutralize_frame(published, raw).to_csv(args.out, index=False)
+        write_csv(table, args.out, ids, lambda distinct: neutralize_frame(distinct, raw), positions)
     summary = release.summary()
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
@@ -124,9 +136,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary["utility"] = utility
     if recorded is not None:
         summary["ledger"] = recorded
+    stages["write_s"] = time.perf_counter() - mark
+    total = time.perf_counter() - t0
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),
-                    "total_s": round(time.perf_counter() - t0, 4),
-                    "input": str(args.input), "rows": len(frame), "dropped_missing": dropped,
+                    "total_s": round(total, 4), "stages": _stages(stages, total),
+                    "input": str(args.input), "rows": n_rows, "dropped_missing": dropped,
                     "verification": report.as_dict()})
     if args.report:
         Path(args.report).write_text(json.dumps(summary, indent=2, default=_jsonable))
@@ -154,6 +168,30 @@ def batch_risk(schema: Schema, frame: pd.DataFrame, release: Release, threshold:
     spec = schema.spec
     return risk_profile(release.rows, schema.qi_names, original=frame, sensitive=schema.sensitive,
                         severity=spec.sensitive.severity if spec.sensitive else None, threshold=threshold).summary()
+
+
+def _process_age() -> float:
+    """Seconds since this process started (interpreter start-up and imports); 0.0 where unknown."""
+    try:
+        with open("/proc/self/stat") as fh:
+            started = int(fh.read().rpartition(")")[2].split()[19])
+        with open("/proc/uptime") as fh:
+            now = float(fh.read().split()[0])
+        import os
+
+        return max(0.0, now - started / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _stages(stages: dict[str, float], total: float) -> dict[str, float]:
+    """Where the process's time went (docs/performance.md): start-up before the command, then read
+    (spec, file, input contract, encoding), warm-up, engine, verify, report (risk profile, typed
+    columns, codebook) and write (publication order, --out, ledger); ``total_s`` excludes start-up."""
+    out = {name: round(value, 4) for name, value in stages.items()}
+    out["other_s"] = round(max(0.0, total - sum(v for k, v in stages.items() if k != "startup_s")), 4)
+    out["process_s"] = round(stages["startup_s"] + total, 4)
+    return out
 
 
 def _jsonable(obj: object) -> object:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from core import contract
@@ -43,12 +44,10 @@ def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = N
     used = [c for c in spec.used_columns() if c in df.columns]
     policy = fmt.missing_policy
     gone = pd.DataFrame({c: contract.missing_mask(df[c], fmt.missing) for c in used}, index=df.index)
-    if policy == "leaf":
-        for c in used:
-            df.loc[gone[c].to_numpy(), c] = fmt.missing_label
-    else:
-        for c in used:
-            df.loc[gone[c].to_numpy(), c] = pd.NA
+    for c in used:
+        mask = gone[c].to_numpy()
+        if mask.any():
+            df.loc[mask, c] = fmt.missing_label if policy == "leaf" else pd.NA
     dropped = 0
     if policy == "drop":
         keep = ~gone.any(axis=1).to_numpy()
@@ -79,11 +78,13 @@ def check_values(df: pd.DataFrame, schema: Schema) -> None:
         if name not in df.columns:
             continue
         col = df[name]
-        present = ~contract.missing_mask(col, spec.input.missing)
-        problems = value_problems(hierarchy, col)  # type: ignore[arg-type]
-        problems[~present] = ""
+        codes, uniques = pd.factorize(col, use_na_sentinel=False)  # each distinct value is judged once
+        distinct = pd.Series(uniques)
+        problems = value_problems(hierarchy, distinct)  # type: ignore[arg-type]
+        problems[contract.missing_mask(distinct, spec.input.missing)] = ""
         for reason, wording in _WORDING.items():
-            hit = (problems == reason).nonzero()[0]
+            bad = (problems == reason).nonzero()[0]
+            hit = np.isin(codes, bad).nonzero()[0] if len(bad) else bad
             if len(hit):
                 shown = col.iloc[hit[:3]].astype(str).tolist()
                 where = ", ".join(map(str, line_numbers(df, hit[:5]))) + (" ..." if len(hit) > 5 else "")

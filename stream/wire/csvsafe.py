@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
@@ -43,5 +44,18 @@ def neutralize_frame(frame: pd.DataFrame, raw_columns: Iterable[str] = ()) -> pd
     for col in out.columns:
         if col in keep or pd.api.types.is_numeric_dtype(out[col]):
             continue
-        out[col] = out[col].map(neutralize)
+        out[col] = _neutralize_column(out[col])
+    return out
+
+
+def _neutralize_column(values: pd.Series) -> pd.Series:
+    """``values`` neutralized, deciding once per distinct value (a column holds few distinct labels)."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    fixed = [neutralize(u) for u in uniques]
+    changed = [i for i, (a, b) in enumerate(zip(uniques, fixed, strict=True)) if a is not b]
+    if not changed:
+        return values
+    hit = np.isin(codes, changed)
+    out = values.astype(object).copy()
+    out[hit] = np.asarray(fixed, dtype=object)[codes[hit]]
     return out
