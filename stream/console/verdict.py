@@ -159,7 +159,7 @@ def _dlq(h: dict[str, Any], now: datetime) -> Finding | None:
         return None
     by: dict[str, set[str]] = {}
     for e in recent:
-        by.setdefault(str(e.get("reason")), set()).add(str(e.get("station")))
+        by.setdefault(str(e.get("reason")), set()).add(str(e.get("station")).strip("()"))
     n = f"{len(recent)}+" if len(recent) == len((h.get("dlq") or {}).get("recent") or []) >= 20 else str(len(recent))
     reasons = ", ".join(f"{reason} ({', '.join(sorted(st))})" for reason, st in sorted(by.items()))
     if "unknown-station" in by:

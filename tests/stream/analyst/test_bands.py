@@ -95,7 +95,7 @@ def test_readme_analyst_example_runs(tmp_path, capsys) -> None:  # type: ignore[
     folder = _consumed_folder(tmp_path)
     exec(compile(code.replace("var/demo/releases", str(folder)), "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "[20, 29]" in out and "Cape Flats" in out and "Preserves: " in out
+    assert "[20, 39]" in out and "Cape Flats" in out and "Preserves: " in out
     utility = read_utility(folder)
     assert set(utility["release_id"]) == {"r-0", "r-1"} and set(utility["qi"]) == set(load_schema("crime").qi_names)
     assert utility["resolved"].between(0, 1).all()
