@@ -5,8 +5,9 @@ Steps (:func:`reverify_messages` is the pure part, :func:`reverify` adds the bro
 1. read every ``crime.anonymized`` message keyed by the release id (all partitions, up to the end
    offsets at the time of the call);
 2. drop duplicates by ``seq`` (publishing is at-least-once) and count them;
-3. compare the record count and the SHA-256 checksum (:func:`stream.wire.records.checksum`) with the
-   release's manifest in the ledger;
+3. compare the record count, and the signed row hashes' root (:mod:`stream.wire.rowhash`; a record
+   planted under the release's id is set aside, as ``consume`` does) or for older manifests the
+   SHA-256 checksum (:func:`stream.wire.records.checksum`), with the release's manifest in the ledger;
 4. group the records by their generalized QI labels (never by the published class ids) and recompute
    k and the distinct / entropy / recursive l with :func:`core.privacy.achieved`;
 5. compare with the release's requirement (``params.k``, ``params.l``) and with the k and l the
@@ -26,6 +27,7 @@ import pandas as pd
 
 from core.privacy import achieved
 from stream.console.analysis import split_columns
+from stream.wire.rowhash import digest_of_hashes, record_row, row_hash, short_hashes
 
 
 def reverify_messages(messages: list[dict[str, Any]], release: dict[str, Any], qi_names: list[str] | None,
@@ -33,11 +35,9 @@ def reverify_messages(messages: list[dict[str, Any]], release: dict[str, Any], q
     """Verdict on the messages read back for ``release`` (a :func:`db.console_queries.release_detail`)."""
     from stream.wire.records import checksum
 
-    by_seq: dict[int, dict[str, Any]] = {}
-    for m in messages:
-        by_seq.setdefault(int(m["seq"]), m)
-    ordered = [by_seq[s] for s in sorted(by_seq)]
     manifest = release.get("manifest") or {}
+    by_seq, conflicts = _pick_records(messages, manifest.get("rows"))
+    ordered = [by_seq[s] for s in sorted(by_seq)]
     expected = int(manifest.get("records", release.get("released", 0)))
     params = release.get("params") or {}
     k_req, l_req = params.get("k"), params.get("l")
@@ -47,9 +47,15 @@ def reverify_messages(messages: list[dict[str, Any]], release: dict[str, Any], q
                            "k_stored": release.get("k"), "l_stored": release.get("l")}
     if len(ordered) != expected:
         failures.append(f"{len(ordered)} record(s) on the topic, the manifest says {expected}")
-    out["checksum_ok"] = bool(ordered) and checksum(ordered) == release.get("checksum")
+    out["conflicting_records"] = conflicts
+    if isinstance(manifest.get("rows"), dict):  # signed row hashes: the root over the values decides
+        cols = list(manifest["rows"].get("columns") or [])
+        root = digest_of_hashes([row_hash(record_row(m, cols)) for m in ordered])["root"]
+        out["checksum_ok"] = bool(ordered) and root == manifest["rows"].get("root")
+    else:
+        out["checksum_ok"] = bool(ordered) and checksum(ordered) == release.get("checksum")
     if ordered and not out["checksum_ok"]:
-        failures.append("checksum of the records on the topic differs from the manifest")
+        failures.append("the records on the topic differ from the signed manifest")
     columns = list(manifest.get("columns") or [])
     if not columns and ordered:
         columns = ["class_id", *ordered[0]["values"]]
@@ -81,6 +87,27 @@ def reverify_messages(messages: list[dict[str, Any]], release: dict[str, Any], q
     out["ok"] = not failures
     out["at"] = datetime.now(UTC).isoformat()
     return out
+
+
+def _pick_records(messages: list[dict[str, Any]], digest: Any) -> tuple[dict[int, dict[str, Any]], int]:
+    """One record per ``seq``: the one whose values hash to the manifest's signed row hash of that ``seq``
+    when it has them (a record planted under the release's id never wins, as in ``consume``), else the
+    first; and how many distinct records were set aside as conflicting."""
+    shorts = short_hashes(digest) if isinstance(digest, dict) else None
+    cols = list(digest.get("columns") or []) if shorts is not None else []
+    first: dict[int, dict[str, Any]] = {}
+    genuine: dict[int, dict[str, Any]] = {}
+    seen: dict[int, set[bytes]] = {}
+    for m in messages:
+        seq = int(m["seq"])
+        first.setdefault(seq, m)
+        if shorts is None:
+            continue
+        h = row_hash(record_row(m, cols))
+        seen.setdefault(seq, set()).add(h)
+        if 0 <= seq < len(shorts) and h[:len(shorts[seq])] == shorts[seq]:
+            genuine.setdefault(seq, m)
+    return first | genuine, sum(len(hs) - 1 for hs in seen.values())  # no genuine record: the checks fail
 
 
 def reverify(bootstrap: list[str], topic: str, release: dict[str, Any], qi_names: list[str] | None,
