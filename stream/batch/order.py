@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from core.errors import InputDataError
 if TYPE_CHECKING:
     import pandas as pd
 
+_JSON_ESCAPED = re.compile(r'[^ -~]|["\\]')  # characters json.dumps escapes (ensure_ascii): not plain text
 EXPOSED_ENGINES = ("kmember", "lgreedy", "ils")  # measured by bench/linking_attack.py: docs/privacy.md
 NO_LEDGER_WARNING = ("warning: no --ledger: separately anonymized overlapping files can be intersected to "
                      "narrow or disclose shared reports (most exposed engines: {engines}); pass --ledger FILE "
@@ -148,17 +150,14 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     columns = []
     for j, col in enumerate(rows.columns):
         column = rows[col]
-        values = column.astype(object).where(column.notna(), None).to_numpy()
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        if column.dtype == object and not all(type(u) is str for u in uniques):
+        text = column.dtype == object and len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"
+        if column.dtype == object and len(uniques) and not text:
             keys = json_keys(rows).tolist()
             ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
             return np.asarray([ranks[key] for key in keys], dtype=np.int64)
         sep = "]" if j == len(rows.columns) - 1 else ", "
-        present, where = np.unique(codes, return_index=True)
-        texts = [json.dumps(values[i], default=str) + sep for i in where]
-        order = {t: r for r, t in enumerate(sorted(set(texts)))}
-        columns.append(np.asarray([order[t] for t in texts], dtype=np.int64)[np.searchsorted(present, codes)])
+        columns.append(_item_ranks(column, codes, uniques, sep, bool(text)))
     if not columns:
         return np.zeros(len(rows), dtype=np.int64)
     perm = np.lexsort(columns[::-1])  # the first column decides first
@@ -168,6 +167,33 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     ranks = np.empty(len(rows), dtype=np.int64)
     ranks[perm] = np.cumsum(new) - 1
     return ranks
+
+
+def _item_ranks(column: pd.Series, codes: Any, uniques: Any, sep: str, text: bool) -> Any:
+    """Each row's rank of its item's text (``json.dumps(value, default=str) + sep``, null if missing)
+    among the column's distinct item texts. Plain printable ASCII text (the JSON text is the value in
+    double quotes) is quoted and ranked by pyarrow (its byte order is Python's order of str)."""
+    import numpy as np
+
+    missing = bool((codes < 0).any())
+    if text and not _JSON_ESCAPED.search("".join(uniques)):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        texts = ['"' + u + '"' + sep for u in uniques] + (["null" + sep] if missing else [])
+        order = pc.sort_indices(pa.array(texts, type=pa.large_string())).to_numpy()
+        table = np.empty(len(texts), dtype=np.int64)
+        table[order] = np.arange(len(texts))  # distinct values have distinct texts
+    else:
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        present, where = np.unique(codes, return_index=True)
+        texts = [json.dumps(values[i], default=str) + sep for i in where]
+        rank = {t: r for r, t in enumerate(sorted(set(texts)))}
+        by_present = np.asarray([rank[t] for t in texts], dtype=np.int64)
+        table = np.empty(len(uniques) + 1, dtype=np.int64)
+        table[present] = by_present  # code -1 (missing) lands last
+        return table[codes]
+    return table[np.where(codes < 0, len(uniques), codes)]
 
 
 def json_keys(rows: pd.DataFrame) -> Any:
