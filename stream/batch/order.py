@@ -180,8 +180,11 @@ def _item_ranks(column: pd.Series, codes: Any, uniques: Any, sep: str, text: boo
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        texts = ['"' + u + '"' + sep for u in uniques] + (["null" + sep] if missing else [])
-        order = pc.sort_indices(pa.array(texts, type=pa.large_string())).to_numpy()
+        quoted = pc.binary_join_element_wise(pa.scalar('"', pa.large_string()),
+                                             pa.array(uniques, type=pa.large_string()),
+                                             pa.scalar('"' + sep, pa.large_string()), pa.scalar("", pa.large_string()))
+        texts = pa.concat_arrays([quoted, pa.array(["null" + sep] if missing else [], pa.large_string())])
+        order = pc.sort_indices(texts).to_numpy()
         table = np.empty(len(texts), dtype=np.int64)
         table[order] = np.arange(len(texts))  # distinct values have distinct texts
     else:

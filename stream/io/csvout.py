@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -60,22 +61,22 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
     else:
         first = np.unique(ids, return_index=True)[1]
         heads, seq = prepare(frame.iloc[first]), (ids if order is None else ids[order])
-    if _has_line_breaks(heads):
-        _whole(frame, path, prepare, order)
-        return
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    columns = [_cells(heads[col]) for col in heads.columns]
+    if any(c is None for c in columns):  # a text cell holds a line break
+        _whole(frame, path, prepare, order)
+        return
     end = os.linesep
     blank, sep = pa.scalar("", pa.large_string()), pa.scalar(end, pa.large_string())
-    columns = [_cells(heads[col]) for col in heads.columns]
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(heads.iloc[:0].to_csv(index=False, lineterminator=end))
         fh.flush()
         for start in range(0, len(seq), _CHUNK):  # chunks: the file's text is never held whole
             rows = seq[start:start + _CHUNK]
             if columns:
-                cells = [table.take(pa.array(codes[rows])) for codes, table in columns]
+                cells = [table.take(pa.array(codes[rows])) for codes, table in columns]  # type: ignore[misc]
                 lines = pc.binary_join_element_wise(*cells, pa.scalar(",", pa.large_string()))
             else:
                 lines = pa.array([""] * len(rows), type=pa.large_string())
@@ -84,9 +85,10 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
             fh.buffer.write(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])])
 
 
-def _cells(values: pd.Series) -> tuple[np.ndarray, object]:
+def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
     """A column's cells as pandas writes them: per row the code (0..m, m: missing, written empty) of its
-    distinct value, and those values' CSV texts (a pyarrow array, the empty text last).
+    distinct value, and those values' CSV texts (a pyarrow array, the empty text last); None if a
+    text value holds a line break.
 
     Text columns whose values need no quoting are their own texts; others are formatted once per
     distinct value by pandas itself (beside a constant column, so an empty text is not quoted as a
@@ -94,7 +96,12 @@ def _cells(values: pd.Series) -> tuple[np.ndarray, object]:
     import pyarrow as pa
 
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    if values.dtype == object and _all_text(uniques) and not _needs_quotes("".join(uniques)):
+    text_only = values.dtype == object and _all_text(uniques)
+    if text_only or values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+        joined = "".join(uniques) if text_only else "".join(map(str, uniques))
+        if "\n" in joined or "\r" in joined:
+            return None
+    if text_only and not _needs_quotes(joined):
         text = list(uniques)
     else:
         codes, _ = value_codes(values)
@@ -119,15 +126,3 @@ def _needs_quotes(text: str) -> bool:
 def _whole(frame: pd.DataFrame, path: str | Path, prepare: Callable[[pd.DataFrame], pd.DataFrame],
            order: np.ndarray | None) -> None:
     prepare(frame if order is None else frame.iloc[order]).to_csv(path, index=False)
-
-
-def _has_line_breaks(frame: pd.DataFrame) -> bool:
-    """True if a text cell holds a line break (judged once per distinct value)."""
-    for col in frame.columns:
-        values = frame[col]
-        if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
-            uniques = pd.unique(values.dropna().to_numpy(dtype=object))
-            joined = "".join(uniques) if _all_text(uniques) else "".join(map(str, uniques))
-            if "\n" in joined or "\r" in joined:
-                return True
-    return False

@@ -52,7 +52,12 @@ def _neutralize_column(values: pd.Series) -> pd.Series:
     """``values`` neutralized, deciding once per distinct value (a column holds few distinct labels)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     if len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string":  # text only: test the prefix
-        changed = [i for i, u in enumerate(uniques) if u.startswith(DANGEROUS)]
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        first = pc.utf8_slice_codeunits(pa.array(np.asarray(uniques, dtype=object), type=pa.large_string()), 0, 1)
+        changed = np.flatnonzero(pc.is_in(first, value_set=pa.array(DANGEROUS, pa.large_string())).to_numpy(
+            zero_copy_only=False)).tolist()
     else:
         changed = [i for i, u in enumerate(uniques) if neutralize(u) is not u]
     if not changed:
