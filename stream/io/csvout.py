@@ -62,27 +62,40 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
         first = np.unique(ids, return_index=True)[1]
         heads, seq = prepare(frame.iloc[first]), (ids if order is None else ids[order])
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     columns = [_cells(heads[col]) for col in heads.columns]
     if any(c is None for c in columns):  # a text cell holds a line break
         _whole(frame, path, prepare, order)
         return
     end = os.linesep
-    blank, sep = pa.scalar("", pa.large_string()), pa.scalar(end, pa.large_string())
+    header = heads.iloc[:0].to_csv(index=False, lineterminator=end)
+    body = _body(columns, len(heads), end)  # each distinct row's line and its end
+    del heads, columns
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(heads.iloc[:0].to_csv(index=False, lineterminator=end))
+        fh.write(header)
         fh.flush()
         for start in range(0, len(seq), _CHUNK):  # chunks: the file's text is never held whole
-            rows = seq[start:start + _CHUNK]
-            if columns:
-                cells = [table.take(pa.array(codes[rows])) for codes, table in columns]  # type: ignore[misc]
-                lines = pc.binary_join_element_wise(*cells, pa.scalar(",", pa.large_string()))
-            else:
-                lines = pa.array([""] * len(rows), type=pa.large_string())
-            text = pc.binary_join_element_wise(lines, blank, sep)  # each line and its end
+            text = body.take(pa.array(seq[start:start + _CHUNK]))
             offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
             fh.buffer.write(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])])
+
+
+def _body(columns: list[Any], n: int, end: str) -> Any:
+    """The ``n`` lines (with their ``end``) of the cells of :func:`_cells`, joined by pyarrow in chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    comma, blank, sep = (pa.scalar(t, pa.large_string()) for t in (",", "", end))
+    parts = []
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        if columns:
+            lines = pc.binary_join_element_wise(*[table.take(pa.array(codes[start:stop])) for codes, table in columns],
+                                                comma)
+        else:
+            lines = pa.array([""] * (stop - start), type=pa.large_string())
+        parts.append(pc.binary_join_element_wise(lines, blank, sep))
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
 
 
 def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
