@@ -75,6 +75,9 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
     for name, value in context.items():
         dtype = "string" if CONTEXT[name].type in ("string", "date") else None
         parts.append(pd.Series([value] * len(rows), index=rows.index, name=name, dtype=dtype))
-    out = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=rows.index)
     expected = [c.name for c in release_columns(schema, list(context))]
-    return out[expected]
+    series = {s.name: s for p in parts for s in ([p[c] for c in p.columns] if isinstance(p, pd.DataFrame) else [p])}
+    if not series:
+        return pd.DataFrame(index=rows.index)[expected]
+    # the columns side by side, in the published order: no copy into one block, no copy to reorder
+    return pd.concat([series[name] for name in expected], axis=1, copy=False)

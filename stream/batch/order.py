@@ -92,8 +92,8 @@ def publication(args: argparse.Namespace, release: Any, cols: list[str], history
     columns of a typed table), hashed instead of every column."""
     from stream.io.csvout import row_ids
 
-    rows = release.rows[cols]
-    ids = row_ids(release.rows[keys] if keys else rows)
+    rows = release.rows if list(release.rows.columns) == cols else release.rows[cols]  # no copy if in order
+    ids = row_ids(release.rows, keys) if keys else row_ids(rows)
     if args.keep_order:
         print("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
               "released row is whose (for ils, the true matching); internal diagnostics only", file=sys.stderr)

@@ -21,11 +21,12 @@ _DISTINCT_SHARE = 0.5  # above this share of distinct rows, formatting them all 
 _CHUNK = 50_000  # lines per write
 
 
-def row_ids(frame: pd.DataFrame) -> np.ndarray:
-    """Per row, the id (0..m-1, by first appearance) of its distinct row; missing values are equal."""
+def row_ids(frame: pd.DataFrame, columns: list[str] | None = None) -> np.ndarray:
+    """Per row, the id (0..m-1, by first appearance) of its distinct row over ``columns`` (default:
+    all, by position); missing values are equal."""
     ids = np.zeros(len(frame), dtype=np.int64)
-    for col in range(frame.shape[1]):
-        codes, size = value_codes(frame.iloc[:, col])
+    for col in range(frame.shape[1]) if columns is None else columns:
+        codes, size = value_codes(frame.iloc[:, col] if columns is None else frame[col])
         ids = pd.factorize(ids * (size + 1) + (codes + 1))[0].astype(np.int64)
     return ids
 
