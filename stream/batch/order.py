@@ -131,7 +131,8 @@ def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any
     ids = row_ids(rows) if ids is None else ids
     distinct, first = np.unique(ids, return_index=True)
     key_rank = np.empty(len(first), dtype=np.int64)
-    key_rank[distinct] = text_ranks(rows.iloc[first])
+    every = len(first) == n  # all rows distinct: ids are 0..n-1 in order, no copy of the rows
+    key_rank[distinct] = text_ranks(rows if every else rows.iloc[first])
     canonical = np.argsort(key_rank[ids], kind="stable")
     return canonical[np.random.default_rng([seed, 2]).permutation(n)]
 
