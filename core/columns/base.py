@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from core.hierarchies import TOP, Hierarchy
@@ -62,14 +63,29 @@ class Interpreter(ABC):
 
     def frame(self, labels: pd.Series) -> pd.DataFrame:
         """The typed columns for a column of labels (same index)."""
-        text = labels.astype(object).where(labels.notna(), TOP).astype(str)
-        codes, uniq = pd.factorize(text)
-        table = [self.values(u) for u in uniq]
+        codes, texts = label_codes(labels)
+        table = [self.values(u) for u in texts]
         out = {}
-        for j, col in enumerate(self.columns()):  # typed once per distinct label, then taken (code -1: the None)
-            small = pd.array([row[j] for row in table] + [None], dtype=_DTYPES[col.type])
+        for j, col in enumerate(self.columns()):  # typed once per distinct label, then taken
+            small = pd.array([row[j] for row in table], dtype=_DTYPES[col.type])
             out[col.name] = pd.Series(small.take(codes), index=labels.index)
         return pd.DataFrame(out, index=labels.index)
+
+
+def label_codes(labels: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Each row's code into the distinct label texts (``str`` of the value, ``*`` where missing), as
+    ``labels.astype(object).where(labels.notna(), TOP).astype(str)`` would give them, judged once
+    per distinct value (a text may repeat: a missing label and a ``*``)."""
+    codes, uniq = pd.factorize(labels, use_na_sentinel=True)
+    if labels.dtype == object and len(uniq) and pd.api.types.infer_dtype(uniq, skipna=False) != "string":
+        text = labels.astype(object).where(labels.notna(), TOP).astype(str)  # 1, 1.0, True hash alike
+        codes, uniq = pd.factorize(text)
+        return codes, [str(u) for u in uniq]
+    texts = [str(u) for u in uniq]
+    if (codes < 0).any():
+        texts.append(TOP)
+        codes = np.where(codes < 0, len(texts) - 1, codes)
+    return codes, texts
 
 
 _DTYPES = {"integer": "Int64", "number": "Float64", "date": "string", "string": "string", "boolean": "boolean"}

@@ -20,13 +20,14 @@ import hashlib
 import json
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from core.columns.base import label_codes
 from core.columns.interpret import Interpreter
 from core.columns.rollup import grid_of
 from core.columns.typed import CLASS_ID, interpreters, release_columns
 from core.encoding import Schema
-from core.hierarchies import TOP
 from core.schema import DatasetSpec
 
 LABEL_FORMAT = ("intervals use standard notation: [a, b] includes both bounds, [a, b) excludes b; bands of "
@@ -53,11 +54,14 @@ def spec_version(spec: DatasetSpec) -> str:
 
 def level_shares(interp: Interpreter, labels: pd.Series) -> list[dict[str, Any]]:
     """Rows and share of the released rows at each level of one QI (levels with no rows left out)."""
-    counts = labels.astype(object).where(labels.notna(), TOP).astype(str).value_counts(sort=False)
+    codes, texts = label_codes(labels)
+    counts = np.bincount(codes, minlength=len(texts))
     names = interp.levels()
     tally: dict[Any, int] = {}
-    for label, n in counts.items():
-        level = interp.level(str(label))
+    for label, n in zip(texts, counts, strict=True):
+        if not n:
+            continue
+        level = interp.level(label)
         key = "other" if level is None else level
         tally[key] = tally.get(key, 0) + int(n)
     total = sum(tally.values())

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from core.columns.base import label_codes
 from core.columns.interpret import Column, Interpreter, interpreter
 from core.encoding import Schema
 from core.errors import SpecError
@@ -65,16 +67,20 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
     parts: list[pd.DataFrame | pd.Series] = []
     top = pd.Series(True, index=rows.index)
     for interp in interpreters(schema):
-        labels = rows[interp.name].astype(object).where(rows[interp.name].notna(), TOP).astype(str)
-        parts.append(labels.rename(interp.name))
+        codes, texts = label_codes(rows[interp.name])
+        labels = pd.Series(np.asarray(texts, dtype=object)[codes], index=rows.index, name=interp.name)
+        parts.append(labels)
         parts.append(interp.frame(labels))
-        top &= labels == TOP
+        top &= np.asarray([t == TOP for t in texts], dtype=bool)[codes]
     for col in ([spec.sensitive.name] if spec.sensitive else []) + list(spec.passthrough):
         parts.append(rows[col].rename(col))
     parts.append(top.astype("boolean").rename(SUPPRESSED.name))
     for name, value in context.items():
         dtype = "string" if CONTEXT[name].type in ("string", "date") else None
         parts.append(pd.Series([value] * len(rows), index=rows.index, name=name, dtype=dtype))
-    out = pd.concat(parts, axis=1) if parts else pd.DataFrame(index=rows.index)
     expected = [c.name for c in release_columns(schema, list(context))]
-    return out[expected]
+    series = {s.name: s for p in parts for s in ([p[c] for c in p.columns] if isinstance(p, pd.DataFrame) else [p])}
+    if not series:
+        return pd.DataFrame(index=rows.index)[expected]
+    # the columns side by side, in the published order: no copy into one block, no copy to reorder
+    return pd.concat([series[name] for name in expected], axis=1, copy=False)

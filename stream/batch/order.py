@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from core.errors import InputDataError
 if TYPE_CHECKING:
     import pandas as pd
 
+_JSON_ESCAPED = re.compile(r'[^ -~]|["\\]')  # characters json.dumps escapes (ensure_ascii): not plain text
 EXPOSED_ENGINES = ("kmember", "lgreedy", "ils")  # measured by bench/linking_attack.py: docs/privacy.md
 NO_LEDGER_WARNING = ("warning: no --ledger: separately anonymized overlapping files can be intersected to "
                      "narrow or disclose shared reports (most exposed engines: {engines}); pass --ledger FILE "
@@ -90,8 +92,8 @@ def publication(args: argparse.Namespace, release: Any, cols: list[str], history
     columns of a typed table), hashed instead of every column."""
     from stream.io.csvout import row_ids
 
-    rows = release.rows[cols]
-    ids = row_ids(release.rows[keys] if keys else rows)
+    rows = release.rows if list(release.rows.columns) == cols else release.rows[cols]  # no copy if in order
+    ids = row_ids(release.rows, keys) if keys else row_ids(rows)
     if args.keep_order:
         print("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
               "released row is whose (for ils, the true matching); internal diagnostics only", file=sys.stderr)
@@ -129,7 +131,8 @@ def publication_positions(rows: pd.DataFrame, seed: int, ids: Any = None) -> Any
     ids = row_ids(rows) if ids is None else ids
     distinct, first = np.unique(ids, return_index=True)
     key_rank = np.empty(len(first), dtype=np.int64)
-    key_rank[distinct] = text_ranks(rows.iloc[first])
+    every = len(first) == n  # all rows distinct: ids are 0..n-1 in order, no copy of the rows
+    key_rank[distinct] = text_ranks(rows if every else rows.iloc[first])
     canonical = np.argsort(key_rank[ids], kind="stable")
     return canonical[np.random.default_rng([seed, 2]).permutation(n)]
 
@@ -148,17 +151,14 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     columns = []
     for j, col in enumerate(rows.columns):
         column = rows[col]
-        values = column.astype(object).where(column.notna(), None).to_numpy()
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        if column.dtype == object and not all(type(u) is str for u in uniques):
+        text = column.dtype == object and len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"
+        if column.dtype == object and len(uniques) and not text:
             keys = json_keys(rows).tolist()
             ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
             return np.asarray([ranks[key] for key in keys], dtype=np.int64)
         sep = "]" if j == len(rows.columns) - 1 else ", "
-        present, where = np.unique(codes, return_index=True)
-        texts = [json.dumps(values[i], default=str) + sep for i in where]
-        order = {t: r for r, t in enumerate(sorted(set(texts)))}
-        columns.append(np.asarray([order[t] for t in texts], dtype=np.int64)[np.searchsorted(present, codes)])
+        columns.append(_item_ranks(column, codes, uniques, sep, bool(text)))
     if not columns:
         return np.zeros(len(rows), dtype=np.int64)
     perm = np.lexsort(columns[::-1])  # the first column decides first
@@ -168,6 +168,36 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     ranks = np.empty(len(rows), dtype=np.int64)
     ranks[perm] = np.cumsum(new) - 1
     return ranks
+
+
+def _item_ranks(column: pd.Series, codes: Any, uniques: Any, sep: str, text: bool) -> Any:
+    """Each row's rank of its item's text (``json.dumps(value, default=str) + sep``, null if missing)
+    among the column's distinct item texts. Plain printable ASCII text (the JSON text is the value in
+    double quotes) is quoted and ranked by pyarrow (its byte order is Python's order of str)."""
+    import numpy as np
+
+    missing = bool((codes < 0).any())
+    if text and not _JSON_ESCAPED.search("".join(uniques)):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        quoted = pc.binary_join_element_wise(pa.scalar('"', pa.large_string()),
+                                             pa.array(uniques, type=pa.large_string()),
+                                             pa.scalar('"' + sep, pa.large_string()), pa.scalar("", pa.large_string()))
+        texts = pa.concat_arrays([quoted, pa.array(["null" + sep] if missing else [], pa.large_string())])
+        order = pc.sort_indices(texts).to_numpy()
+        table = np.empty(len(texts), dtype=np.int64)
+        table[order] = np.arange(len(texts))  # distinct values have distinct texts
+    else:
+        values = column.astype(object).where(column.notna(), None).to_numpy()
+        present, where = np.unique(codes, return_index=True)
+        texts = [json.dumps(values[i], default=str) + sep for i in where]
+        rank = {t: r for r, t in enumerate(sorted(set(texts)))}
+        by_present = np.asarray([rank[t] for t in texts], dtype=np.int64)
+        table = np.empty(len(uniques) + 1, dtype=np.int64)
+        table[present] = by_present  # code -1 (missing) lands last
+        return table[codes]
+    return table[np.where(codes < 0, len(uniques), codes)]
 
 
 def json_keys(rows: pd.DataFrame) -> Any:

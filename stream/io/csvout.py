@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,11 +21,12 @@ _DISTINCT_SHARE = 0.5  # above this share of distinct rows, formatting them all 
 _CHUNK = 50_000  # lines per write
 
 
-def row_ids(frame: pd.DataFrame) -> np.ndarray:
-    """Per row, the id (0..m-1, by first appearance) of its distinct row; missing values are equal."""
+def row_ids(frame: pd.DataFrame, columns: list[str] | None = None) -> np.ndarray:
+    """Per row, the id (0..m-1, by first appearance) of its distinct row over ``columns`` (default:
+    all, by position); missing values are equal."""
     ids = np.zeros(len(frame), dtype=np.int64)
-    for col in range(frame.shape[1]):
-        codes, size = value_codes(frame.iloc[:, col])
+    for col in range(frame.shape[1]) if columns is None else columns:
+        codes, size = value_codes(frame.iloc[:, col] if columns is None else frame[col])
         ids = pd.factorize(ids * (size + 1) + (codes + 1))[0].astype(np.int64)
     return ids
 
@@ -33,7 +35,7 @@ def value_codes(column: pd.Series) -> tuple[np.ndarray, int]:
     """Codes of a column's distinct values (-1: missing) and how many there are; values of an object
     column that hash alike but are written differently (1, 1.0, True) get different codes."""
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
-    if column.dtype == object and not all(type(u) is str for u in uniques):
+    if column.dtype == object and len(uniques) and not _all_text(uniques):
         typed = [None if v is None or v is pd.NA or v != v else (type(v), v) for v in column.to_numpy()]
         codes, uniques = pd.factorize(pd.Series(typed, dtype=object), use_na_sentinel=True)
     return codes, len(uniques)
@@ -49,54 +51,92 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
     mean equal rows). ``prepare``: a row-wise rewrite (e.g. :func:`stream.wire.csvsafe.neutralize_frame`),
     applied to the distinct rows only. ``order``: row positions to write (None: as they are)."""
     prepare = prepare or (lambda f: f)
-    ids = row_ids(frame) if ids is None else ids
-    distinct = int(ids.max()) + 1 if len(ids) else 0
     if not len(frame):
         _whole(frame, path, prepare, order)
         return
+    if ids is None:
+        ids = row_ids(frame)
+    distinct = int(ids.max()) + 1
     if distinct > _DISTINCT_SHARE * len(frame):  # mostly distinct rows: format each column's distinct cells
         heads, seq = prepare(frame), (np.arange(len(frame)) if order is None else order)
     else:
         first = np.unique(ids, return_index=True)[1]
         heads, seq = prepare(frame.iloc[first]), (ids if order is None else ids[order])
-    if _has_line_breaks(heads):
+    import pyarrow as pa
+
+    columns = [_cells(heads[col]) for col in heads.columns]
+    if any(c is None for c in columns):  # a text cell holds a line break
         _whole(frame, path, prepare, order)
         return
     end = os.linesep
-    body = _lines(heads)
+    header = heads.iloc[:0].to_csv(index=False, lineterminator=end)
+    body = _body(columns, len(heads), end)  # each distinct row's line and its end
+    del heads, columns
     with open(path, "w", encoding="utf-8", newline="") as fh:
-        fh.write(heads.iloc[:0].to_csv(index=False, lineterminator=end))
+        fh.write(header)
+        fh.flush()
         for start in range(0, len(seq), _CHUNK):  # chunks: the file's text is never held whole
-            fh.write(end.join(body[seq[start:start + _CHUNK]].tolist()) + end)
+            text = body.take(pa.array(seq[start:start + _CHUNK]))
+            offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
+            fh.buffer.write(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])])
 
 
-def _lines(frame: pd.DataFrame) -> np.ndarray:
-    """Each row's CSV line (no line end) as pandas writes it, each column's distinct cells formatted
-    once by pandas itself (beside a constant column, so an empty text is not quoted as a lone field)."""
-    lines: np.ndarray | None = None
-    for col in frame.columns:
-        values = frame[col]
+def _body(columns: list[Any], n: int, end: str) -> Any:
+    """The ``n`` lines (with their ``end``) of the cells of :func:`_cells`, joined by pyarrow in chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    comma, blank, sep = (pa.scalar(t, pa.large_string()) for t in (",", "", end))
+    parts = []
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        if columns:
+            lines = pc.binary_join_element_wise(*[table.take(pa.array(codes[start:stop])) for codes, table in columns],
+                                                comma)
+        else:
+            lines = pa.array([""] * (stop - start), type=pa.large_string())
+        parts.append(pc.binary_join_element_wise(lines, blank, sep))
+    return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
+
+
+def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
+    """A column's cells as pandas writes them: per row the code (0..m, m: missing, written empty) of its
+    distinct value, and those values' CSV texts (a pyarrow array, the empty text last); None if a
+    text value holds a line break.
+
+    Text columns whose values need no quoting are their own texts; others are formatted once per
+    distinct value by pandas itself (beside a constant column, so an empty text is not quoted as a
+    lone field)."""
+    import pyarrow as pa
+
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    text_only = values.dtype == object and _all_text(uniques)
+    if text_only or values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+        joined = "".join(uniques) if text_only else "".join(map(str, uniques))
+        if "\n" in joined or "\r" in joined:
+            return None
+    if text_only and not _needs_quotes(joined):
+        text = list(uniques)
+    else:
         codes, _ = value_codes(values)
         present, where = np.unique(codes, return_index=True)
         reps = values.iloc[where[present >= 0]].reset_index(drop=True)  # one row per distinct value
         probe = pd.DataFrame({"v": reps, "z": 0})
-        text = probe.to_csv(index=False, header=False, lineterminator="\n").split("\n")[:-1]
-        cells = np.asarray([t[:-2] for t in text] + [""], dtype=object)[codes]  # code -1 (missing): empty
-        lines = cells if lines is None else lines + "," + cells
-    return lines if lines is not None else np.full(len(frame), "", dtype=object)
+        text = [t[:-2] for t in probe.to_csv(index=False, header=False, lineterminator="\n").split("\n")[:-1]]
+    codes = np.where(codes < 0, len(text), codes)
+    return codes, pa.array([*text, ""], type=pa.large_string())
+
+
+def _all_text(uniques: object) -> bool:
+    """True if every one of the distinct values (no missing among them) is a str."""
+    return bool(len(uniques)) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"  # type: ignore[arg-type]
+
+
+def _needs_quotes(text: str) -> bool:
+    """True if the text holds a character csv's minimal quoting quotes for (``,``, ``"``, line breaks)."""
+    return any(c in text for c in (",", '"', "\n", "\r"))
 
 
 def _whole(frame: pd.DataFrame, path: str | Path, prepare: Callable[[pd.DataFrame], pd.DataFrame],
            order: np.ndarray | None) -> None:
     prepare(frame if order is None else frame.iloc[order]).to_csv(path, index=False)
-
-
-def _has_line_breaks(frame: pd.DataFrame) -> bool:
-    """True if a text cell holds a line break (judged once per distinct value)."""
-    for col in frame.columns:
-        values = frame[col]
-        if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
-            uniques = pd.unique(values.dropna().to_numpy(dtype=object))
-            if any("\n" in v or "\r" in v for v in map(str, uniques)):
-                return True
-    return False

@@ -39,7 +39,7 @@ def neutralize_row(values: Iterable[Any], raw: Iterable[bool] | None = None) -> 
 
 def neutralize_frame(frame: pd.DataFrame, raw_columns: Iterable[str] = ()) -> pd.DataFrame:
     """A copy of ``frame`` whose text cells are neutralized, except in ``raw_columns`` and numeric columns."""
-    out = frame.copy()
+    out = frame.copy(deep=False)  # columns are replaced, never written into
     keep = set(raw_columns)
     for col in out.columns:
         if col in keep or pd.api.types.is_numeric_dtype(out[col]):
@@ -51,11 +51,20 @@ def neutralize_frame(frame: pd.DataFrame, raw_columns: Iterable[str] = ()) -> pd
 def _neutralize_column(values: pd.Series) -> pd.Series:
     """``values`` neutralized, deciding once per distinct value (a column holds few distinct labels)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    fixed = [neutralize(u) for u in uniques]
-    changed = [i for i, (a, b) in enumerate(zip(uniques, fixed, strict=True)) if a is not b]
+    if len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string":  # text only: test the prefix
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        first = pc.utf8_slice_codeunits(pa.array(np.asarray(uniques, dtype=object), type=pa.large_string()), 0, 1)
+        changed = np.flatnonzero(pc.is_in(first, value_set=pa.array(DANGEROUS, pa.large_string())).to_numpy(
+            zero_copy_only=False)).tolist()
+    else:
+        changed = [i for i, u in enumerate(uniques) if neutralize(u) is not u]
     if not changed:
         return values
+    fixed = np.asarray(uniques, dtype=object)
+    fixed[changed] = ["'" + fixed[i] for i in changed]
     hit = np.isin(codes, changed)
     out = values.astype(object).copy()
-    out[hit] = np.asarray(fixed, dtype=object)[codes[hit]]
+    out[hit] = fixed[codes[hit]]
     return out
