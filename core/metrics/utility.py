@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from core.columns.rollup import grid_of, level_index, roll_up
@@ -40,13 +41,41 @@ def _counts(values: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
+def _distinct(values: pd.Series) -> tuple[pd.Series, np.ndarray, int]:
+    """A column's distinct labels, the rows holding each, and the rows missing (a column is factorized
+    once; every level then works on its few distinct labels)."""
+    codes, uniq = pd.factorize(values.astype(object))
+    return pd.Series(uniq, dtype=object), np.bincount(codes[codes >= 0], minlength=len(uniq)), int((codes < 0).sum())
+
+
+def _rolled(distinct: tuple[pd.Series, np.ndarray, int], grid: dict[str, Any],
+            level: int) -> tuple[dict[str, int], int]:
+    """Rows per node at ``level`` (as :func:`_counts` of :func:`roll_up` orders them) and the rows coarser
+    than the level, missing ones included."""
+    uniq, counts, coarser = distinct
+    out: dict[str, int] = {}
+    for node, n in zip(roll_up(uniq, grid, level).to_numpy(), counts.tolist()):
+        if node is None:
+            coarser += n
+        else:
+            out[str(node)] = out.get(str(node), 0) + n
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))), coarser
+
+
 def tvd(original: dict[str, int], released: dict[str, int]) -> float | None:
     """Total variation distance between two count tables, each normalised to 1 (None if one is empty)."""
     n, m = sum(original.values()), sum(released.values())
     if not n or not m:
         return None
-    keys = set(original) | set(released)
+    keys = sorted(set(original) | set(released))  # a fixed order: the same sum, to the last bit, in every process
     return 0.5 * sum(abs(original.get(c, 0) / n - released.get(c, 0) / m) for c in keys)
+
+
+def _original_distinct(schema: Schema, name: str, values: pd.Series) -> tuple[pd.Series, np.ndarray, int]:
+    """:func:`_distinct` of :func:`_original_labels`, straight from the hierarchy's codes."""
+    enc = schema.hierarchies[name].encode(values, unknown="top")
+    labels = pd.Series(enc.labels[0], dtype=object)
+    return labels, np.bincount(np.asarray(enc.codes), minlength=len(labels)), 0
 
 
 def _original_labels(schema: Schema, name: str, values: pd.Series) -> pd.Series:
@@ -88,14 +117,13 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
     grids = {i.name: grid_of(i, original[i.name], max_rows=None) for i in interpreters(schema)}
     qis: dict[str, Any] = {}
     for name, grid in grids.items():
-        orig0 = _original_labels(schema, name, base[name])
+        orig0, rel = _original_distinct(schema, name, base[name]), _distinct(released[name])
         levels = []
         for lvl, lname in enumerate(grid["levels"][:-1]):
-            o = _counts(roll_up(orig0, grid, lvl))
-            placed = roll_up(released[name], grid, lvl)
-            r = _counts(placed)
+            o, _ = _rolled(orig0, grid, lvl)
+            r, coarser = _rolled(rel, grid, lvl)
             entry: dict[str, Any] = {"level": lvl, "name": lname, "original": o, "released": r,
-                                     "coarser": int(placed.isna().sum()), "suppressed": 0 if public else suppressed,
+                                     "coarser": coarser, "suppressed": 0 if public else suppressed,
                                      "resolved": sum(r.values()) / n if n else 0.0, "tvd": tvd(o, r)}
             levels.append(_withhold(entry, k) if public else entry)
         qis[name] = {"levels": levels}
