@@ -221,6 +221,18 @@ def make_consumer(bootstrap: list[str] | str, topics: list[str], group: str | No
     return consumer
 
 
+def _caught_up(consumer: Any) -> bool:
+    """True once the consumer has its partitions and has read each to its end offset: before that (a group
+    join, a slow broker, a re-read), a quiet poll is not silence."""
+    parts = list(consumer.assignment())
+    if not parts:
+        return False
+    try:
+        return all(consumer.position(tp) >= end for tp, end in consumer.end_offsets(parts).items())
+    except Exception:  # the broker did not answer: not caught up, the next poll asks again
+        return False
+
+
 def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_topic: str,
                     on_release: Callable[[dict[str, Any], list[dict[str, Any]]], None],
                     stop: Callable[[], bool], idle_s: float | None = None, *,
@@ -260,8 +272,8 @@ def follow_releases(bootstrap: list[str] | str, releases_topic: str, records_top
                         consumer.seek(tp, first)
             if group is not None:
                 commit(consumer, offsets.committable(), committed)
-            if got:
-                last = time.monotonic()
+            if got or (idle_s is not None and not _caught_up(consumer)):
+                last = time.monotonic()  # silence counts once every partition is read to its end
             elif idle_s is not None and time.monotonic() - last > idle_s:
                 break
     finally:

@@ -111,7 +111,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"consumer group whose committed offsets say where to resume (default {DEFAULT_GROUP}; "
                         "'' = no group: read everything, commit nothing)")
     c.add_argument("--from-start", action="store_true", help="read from the beginning, ignoring the group's offsets")
-    c.add_argument("--idle", type=float, default=None, help="stop after this many seconds without messages")
+    c.add_argument("--idle", type=float, default=None, help="stop after this many seconds without messages, once "
+                   "every partition is read to its end (a slow group join does not count)")
     c.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
     c.add_argument("--max-releases", type=int, default=None, help="stop after writing this many releases")
     c.add_argument("--public-key", help="the service's Ed25519 public key, 64 hex digits or @file "

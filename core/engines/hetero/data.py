@@ -132,13 +132,21 @@ def hetero_data(batch: EncodedBatch, sets: bool = True) -> HeteroData:
             values.append(np.asarray(uniq, dtype=object))
     n = batch.n
     xn = np.stack(cols, axis=1) if cols else np.zeros((n, 0))
+    return _assemble(n, xn, codes, num_names, num_kinds, cat_names, values,
+                     xn.min(axis=0) if n else np.zeros(0), xn.max(axis=0) if n else np.zeros(0))
+
+
+def _assemble(n: int, xn: np.ndarray, codes: list[np.ndarray], num_names: list[str], num_kinds: list[str],
+              cat_names: list[str], values: list[np.ndarray], low: np.ndarray, high: np.ndarray,
+              weights: list[float] | None = None) -> HeteroData:
+    """The :class:`HeteroData` of numeric columns ``xn`` and nominal ``codes`` (spreads from the data)."""
     xc = np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)
     std = xn.std(axis=0) if n else np.ones(xn.shape[1])
     return HeteroData(
         num_names=tuple(num_names), num_kinds=tuple(num_kinds), cat_names=tuple(cat_names), xn=xn, xc=xc,
-        cat_values=tuple(values), num_low=xn.min(axis=0) if n else np.zeros(0),
-        num_high=xn.max(axis=0) if n else np.zeros(0), num_std=np.where(std > 0, std, 1.0),
+        cat_values=tuple(values), num_low=low, num_high=high, num_std=np.where(std > 0, std, 1.0),
         cat_std=np.array([_nominal_sigma(xc[:, j]) for j in range(xc.shape[1])], dtype=np.float64),
+        cat_weight=None if weights is None else np.asarray(weights, dtype=np.float64),
     )
 
 
@@ -172,12 +180,5 @@ def nested_data(batch: EncodedBatch) -> HeteroData:
             names.append(f"{q.name}@{lvl}")
     n = batch.n
     xn = np.stack(num_cols, axis=1) if num_cols else np.zeros((n, 0))
-    xc = np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)
-    std = xn.std(axis=0) if n else np.ones(xn.shape[1])
-    return HeteroData(
-        num_names=tuple(num_names), num_kinds=tuple(num_kinds), cat_names=tuple(names), xn=xn, xc=xc,
-        cat_values=tuple(values), num_low=np.asarray(low, dtype=np.float64),
-        num_high=np.asarray(high, dtype=np.float64), num_std=np.where(std > 0, std, 1.0),
-        cat_std=np.array([_nominal_sigma(xc[:, j]) for j in range(xc.shape[1])], dtype=np.float64),
-        cat_weight=np.asarray(weights, dtype=np.float64),
-    )
+    return _assemble(n, xn, codes, num_names, num_kinds, names, values, np.asarray(low, dtype=np.float64),
+                     np.asarray(high, dtype=np.float64), weights)
