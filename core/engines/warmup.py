@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 _WARM_CAPS: dict[str, float | int] = {"time_limit": 0.2, "max_iterations": 1, "iterations": 1, "passes": 1,
                                       "max_evaluations": 20, "generations": 1}
 _SAMPLE_ROWS = 256
+# Engine families that search the full-domain lattice (core/lattice), whose kernels warm up apart.
+_LATTICE_FAMILIES = ("core.engines.fulldomain", "core.engines.kgen", "core.engines.pbg")
 
 
 def warm_params(params: EngineParams) -> EngineParams:
@@ -82,8 +84,32 @@ def warm_up_all(names: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for name in names or engine_names():
         engine = get_engine(name)
+        if type(engine).__module__.startswith(_LATTICE_FAMILIES) and "lattice kernels" not in out:
+            out["lattice kernels"] = warm_lattice_kernels(batch)
         values: dict[str, object] = {"k": 2}
         if "l" in engine.models and name.startswith("cg-diverse"):
             values["l"] = 2
         out[name] = warm_up(engine, batch, make_params(engine, values))
     return out
+
+
+def warm_lattice_kernels(batch: EncodedBatch | None = None) -> float:
+    """Load (after a fresh install: compile) the lattice's numba kernels; returns the seconds spent.
+
+    A search starts on numpy and moves to the kernels only once they pay (core/lattice/backend.py),
+    so a warm-up run of a full-domain engine on a small slice never touches them: this evaluates
+    every node of the tiny batch's lattice on the numba backend, with and without a sensitive
+    attribute, so that ``anonstream warmup`` leaves every kernel in numba's cache.
+    """
+    from core.lattice import Lattice, NodeEvaluator
+    from core.privacy import PrivacyRequirement
+
+    started = time.perf_counter()
+    batch = batch if batch is not None else tiny_batch()
+    for req in (PrivacyRequirement(k=4, max_suppression=0.5), PrivacyRequirement(k=2, l=2, max_suppression=0.5)):
+        evaluator = NodeEvaluator(batch, req, backend="numba")
+        nodes = [tuple(int(v) for v in n) for n in Lattice(batch.heights).all_nodes()]
+        for node in sorted(nodes, key=lambda n: -sum(n)):  # most general first, as a search seeds them
+            evaluator.prepare_projection(node)
+            evaluator.evaluate(node)
+    return time.perf_counter() - started

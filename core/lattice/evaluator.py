@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from core.encoding import EncodedBatch
-from core.lattice.tables import MAX_KEY, TableCache, distinct_rows, projection_table
+from core.lattice.backend import SWITCH_WORK, Backend, starting_backend
+from core.lattice.suppression import failing_code_counts, suppression_extra
+from core.lattice.tables import MAX_KEY, TableCache, combined_classes, distinct_rows, projection_table
 from core.privacy.models import class_ok
 from core.privacy.requirement import PrivacyRequirement
 
 LossName = Literal["lm", "precision"]
-Backend = Literal["numba", "numpy"]
 _MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
 _MAX_TABLE_CELLS = 20_000_000  # cached class tables limit (int32 cells, about 80 MB)
 
@@ -52,8 +52,10 @@ class NodeEvaluator:
     """Evaluate lattice nodes of one encoded batch under one requirement, with memoization."""
 
     def __init__(self, batch: EncodedBatch, req: PrivacyRequirement, loss: LossName = "lm",
-                 backend: Backend = "numba") -> None:
-        self.batch, self.req, self.loss_name, self.backend = batch, req, loss, backend
+                 backend: Backend = "auto") -> None:
+        """``backend``: "auto" starts on numpy, moves to the numba kernels when they pay (core/lattice/backend.py)."""
+        self.batch, self.req, self.loss_name, self.requested = batch, req, loss, backend
+        self.backend, self.numpy_work = starting_backend(backend), 0
         self.n = batch.n
         self.heights = batch.heights
         self.max_suppressed = req.max_suppressed_rows(self.n)
@@ -154,21 +156,8 @@ class NodeEvaluator:
 
                 cls, sizes = group_rows(self._pack()[0], np.asarray(levels, dtype=np.int64), radices, self.counts)
                 return cls, len(sizes)
-        key = np.zeros(len(self.counts), dtype=np.int64)
-        radix = 1
-        for a, lv in enumerate(levels):
-            nc = self.ncodes[a][lv]
-            if nc == 1:
-                continue
-            if radix * nc >= MAX_KEY:
-                key, uniq = pd.factorize(key)
-                key, radix = key.astype(np.int64), len(uniq)
-            key += self.codes[a][lv].astype(np.int64) * radix
-            radix *= nc
-        if radix <= 4 * len(key) + 1024:
-            return key, radix
-        cls, uniq = pd.factorize(key)
-        return cls.astype(np.int64), len(uniq)
+        return combined_classes([self.codes[a][lv] for a, lv in enumerate(levels)],
+                                [self.ncodes[a][lv] for a, lv in enumerate(levels)], len(self.counts))
 
     def failing(self, cls: np.ndarray, n_cls: int) -> np.ndarray:
         """Boolean per class id: the class fails the requirement (and must be suppressed)."""
@@ -242,6 +231,10 @@ class NodeEvaluator:
         packed = self.table(node)
         res = self._evaluate_numpy(node) if packed is None else self._evaluate_table(node, *packed)
         self.cache[node] = res
+        if packed is None and self.requested == "auto":
+            self.numpy_work += len(self.counts)
+            if self.numpy_work >= SWITCH_WORK:
+                self.backend = "numba"
         return res
 
     def _feasible(self, suppressed: int, classes: int) -> bool:
@@ -259,7 +252,7 @@ class NodeEvaluator:
         return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
 
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
-        from core.lattice.kernels import group_prefix, penalty
+        from core.lattice.kernels import failing_codes, group_prefix
 
         lv = np.asarray(node, np.int64)
         if self.with_sensitive:
@@ -275,7 +268,9 @@ class NodeEvaluator:
         gen = self.bound(node)
         suppressed, extra = (0, 0.0)
         if fail.any():
-            suppressed, extra = penalty(tab, cnt, fail, self._cost_cube(), lv, self.weights)
+            suppressed, per_code = failing_codes(tab, cnt, fail, lv, self._cost_cube().shape[2])
+            extra = suppression_extra(suppressed, per_code, [self.costs[a][v] for a, v in enumerate(node)],
+                                      self.weights)
         kept = sizes[~fail_cls]
         return NodeResult(levels=node, feasible=self._feasible(int(suppressed), len(kept)), suppressed=int(suppressed),
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,
@@ -287,14 +282,13 @@ class NodeEvaluator:
         sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
         fail_cls = self.failing(cls, n_cls)
         fail_row = fail_cls[cls]
-        suppressed = int(self.counts[fail_row].sum())
+        suppressed, per_code = failing_code_counts([self.codes[a][lv] for a, lv in enumerate(node)], self.counts,
+                                                   fail_row, [self.ncodes[a][lv] for a, lv in enumerate(node)])
         gen = self.bound(node)
         loss = gen
         if suppressed:
-            rc = np.zeros(int(fail_row.sum()))
-            for a, lv in enumerate(node):
-                rc += self.weights[a] * self.costs[a][lv][self.codes[a][lv][fail_row]]
-            loss += float((self.counts[fail_row] * (1.0 - rc)).sum()) / self.n
+            loss += suppression_extra(suppressed, per_code, [self.costs[a][lv] for a, lv in enumerate(node)],
+                                      self.weights) / self.n
         kept = sizes[(~fail_cls) & (sizes > 0)]
         return NodeResult(levels=node, feasible=self._feasible(suppressed, len(kept)), suppressed=suppressed,
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=loss, gen_loss=gen)

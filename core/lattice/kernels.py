@@ -62,29 +62,6 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def suppressed_cost(cls: np.ndarray, fail: np.ndarray, counts: np.ndarray, costs: np.ndarray, codes: np.ndarray,
-                    levels: np.ndarray, weights: np.ndarray) -> tuple[int, float]:  # pragma: no cover
-    """Rows in failing classes and the sum over them of counts * (1 - weighted row cost).
-
-    ``costs`` has shape (d, max_level + 1, max_codes): per QI and level, cost of each code.
-    """
-    d = codes.shape[0]
-    rows = 0
-    extra = 0.0
-    for j in range(len(cls)):
-        if fail[cls[j]]:
-            rc = 0.0
-            for a in range(d):
-                lv = levels[a]
-                rc += weights[a] * costs[a, lv, codes[a, lv, j]]
-            rows += counts[j]
-            extra += counts[j] * (1.0 - rc)
-    return rows, extra
-
-
-
-
-@njit(cache=True, nogil=True)
 def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
            radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Generalize a class table from levels ``src`` to ``dst`` and merge equal rows.
@@ -148,17 +125,21 @@ def group_prefix(tab: np.ndarray, ncols: int, radix: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def penalty(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, costs: np.ndarray, levels: np.ndarray,
-            weights: np.ndarray) -> tuple[int, float]:  # pragma: no cover
-    """Rows of failing table rows and sum of counts * (1 - weighted row cost) over them."""
+def failing_codes(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, levels: np.ndarray,
+                  width: int) -> tuple[int, np.ndarray]:  # pragma: no cover
+    """Rows of failing table rows, and per QI and code how many of them carry that code.
+
+    ``out[a, code]`` counts the suppressed rows whose QI a has ``code`` at ``levels[a]`` (the table's
+    first d columns are those codes). Integers only: the caller turns them into the suppression cost
+    with :func:`core.lattice.suppression.suppression_extra`, the same float sum as the numpy path.
+    """
     d = levels.shape[0]
     rows = 0
-    extra = 0.0
+    out = np.zeros((d, width), np.int64)
     for j in range(tab.shape[0]):
         if fail[j]:
-            rc = 0.0
+            c = cnt[j]
+            rows += c
             for a in range(d):
-                rc += weights[a] * costs[a, levels[a], tab[j, a]]
-            rows += cnt[j]
-            extra += cnt[j] * (1.0 - rc)
-    return rows, extra
+                out[a, tab[j, a]] += c
+    return rows, out

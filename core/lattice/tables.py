@@ -121,3 +121,25 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     first = np.empty(len(uniq), np.int64)
     first[inverse] = np.arange(len(key))  # any row of a key will do: they are equal
     return matrix[first], np.bincount(inverse, minlength=len(uniq)), inverse.astype(np.int64, copy=False)
+
+
+def combined_classes(codes: list[np.ndarray], sizes: list[int], m: int) -> tuple[np.ndarray, int]:
+    """Class id of each of ``m`` rows by its codes (``codes[a]`` of QI a, ``sizes[a]`` codes), and the id space.
+
+    The numpy path: the codes combine into one mixed-radix int64 key (re-factorized whenever the
+    next QI would overflow it); a sparse key space is factorized to dense ids.
+    """
+    key = np.zeros(m, dtype=np.int64)
+    radix = 1
+    for code, nc in zip(codes, sizes, strict=True):
+        if nc == 1:
+            continue
+        if radix * nc >= MAX_KEY:
+            key, uniq = pd.factorize(key)
+            key, radix = key.astype(np.int64), len(uniq)
+        key += code.astype(np.int64) * radix
+        radix *= nc
+    if radix <= 4 * m + 1024:
+        return key, radix
+    cls, uniq = pd.factorize(key)
+    return cls.astype(np.int64), len(uniq)

@@ -30,3 +30,13 @@ def test_positions_match_publish_order(mixed: bool) -> None:
         expected = pd.DataFrame(publish_order(values, seed), columns=frame.columns)
         got = frame.iloc[publication_positions(frame, seed)].reset_index(drop=True)
         assert got.to_csv(index=False) == expected.to_csv(index=False)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 50])
+def test_positions_match_publish_order_when_an_early_column_tells_rows_apart(n: int) -> None:
+    """Ranking stops at the first column that tells every row apart; later columns must not matter."""
+    frame = pd.DataFrame({"id": [f"r{i:03d}" for i in range(n)][::-1], "x": ["b", "a"] * (n // 2) + ["c"] * (n % 2)})
+    values = frame.astype(object).values.tolist()
+    expected = pd.DataFrame(publish_order(values, 11), columns=frame.columns)
+    got = frame.iloc[publication_positions(frame, 11)].reset_index(drop=True)
+    assert got.to_csv(index=False) == expected.to_csv(index=False)

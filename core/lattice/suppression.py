@@ -1,0 +1,47 @@
+"""The loss a node's suppressed rows add, summed the same way whichever backend counted them.
+
+A suppressed row costs 1 in every attribute instead of its generalized cost, so the suppressed rows
+add ``sum over them of (1 - sum_a w_a * cost_a(code))`` to the loss (before dividing by n). Summed
+row by row, the float result depends on the order of the rows, which differs between the numpy path
+(distinct rows) and the numba path (rolled-up class tables): the two backends agreed only to about
+1e-13. Here both backends only count, exactly and in integers, how many suppressed rows carry each
+code of each QI; :func:`suppression_extra` turns those counts into the cost with one correctly
+rounded sum per QI (``math.fsum``). The loss of a node is then the same float on either backend, so a
+search never depends on which backend evaluated a node (core/lattice/backend.py chooses it per run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def suppression_extra(rows: int, code_counts: Sequence[np.ndarray] | np.ndarray, costs: Sequence[np.ndarray],
+                      weights: np.ndarray) -> float:
+    """``rows - sum_a w_a * sum_code count_a[code] * cost_a[code]``.
+
+    ``code_counts[a]`` counts the suppressed rows per code of QI a at the node's level (at least as
+    long as ``costs[a]``, the cost of each code at that level); ``weights`` sum to 1.
+    """
+    total = float(rows)
+    for a, cost in enumerate(costs):
+        counts = np.asarray(code_counts[a][: len(cost)], dtype=np.float64)
+        hit = np.flatnonzero(counts)
+        total -= float(weights[a]) * math.fsum((counts[hit] * cost[hit]).tolist())
+    return total
+
+
+def failing_code_counts(codes: Sequence[np.ndarray], counts: np.ndarray, fail_row: np.ndarray,
+                        widths: Sequence[int]) -> tuple[int, list[np.ndarray]]:
+    """The numpy path's counts: suppressed rows and, per QI, suppressed rows per code.
+
+    ``codes[a]`` is QI a's code of every distinct row at the node's level, ``counts`` the
+    multiplicity of every distinct row, ``fail_row`` whether it is suppressed, ``widths[a]`` QI a's
+    number of codes at that level.
+    """
+    weight = counts[fail_row]
+    per_code = [np.bincount(code[fail_row], weights=weight, minlength=width).astype(np.int64)
+                for code, width in zip(codes, widths, strict=True)]
+    return int(weight.sum()), per_code

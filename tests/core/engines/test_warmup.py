@@ -1,0 +1,34 @@
+"""``anonstream warmup`` leaves the lattice kernels loaded, though a lattice search warms up on numpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+_RUN = """
+import sys
+from core.engines.warmup import warm_up_all
+before = "core.lattice.kernels" in sys.modules
+times = warm_up_all({names!r})
+print(before, "core.lattice.kernels" in sys.modules, sorted(times))
+"""
+
+
+def _warm(names: list[str]) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", _RUN.format(names=names)], cwd=ROOT, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.split()
+
+
+def test_a_lattice_engine_warms_the_lattice_kernels_too():
+    before, after, *names = _warm(["optimal"])
+    assert (before, after) == ("False", "True")
+    assert " ".join(names) == "['lattice kernels', 'optimal']"
+
+
+def test_an_engine_off_the_lattice_does_not_load_them():
+    before, after, *names = _warm(["mondrian"])
+    assert (before, after, names) == ("False", "False", ["['mondrian']"])
