@@ -148,8 +148,12 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     import numpy as np
     import pandas as pd
 
-    columns = []
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64)
+    ranks, size = np.zeros(len(rows), dtype=np.int64), 1  # rank of each row's texts so far, and how many
     for j, col in enumerate(rows.columns):
+        if size == len(rows):  # every row's text already differs: later columns cannot reorder them
+            break
         column = rows[col]
         codes, uniques = pd.factorize(column, use_na_sentinel=True)
         text = column.dtype == object and len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"
@@ -158,16 +162,11 @@ def text_ranks(rows: pd.DataFrame) -> Any:
             ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
             return np.asarray([ranks[key] for key in keys], dtype=np.int64)
         sep = "]" if j == len(rows.columns) - 1 else ", "
-        columns.append(_item_ranks(column, codes, uniques, sep, bool(text)))
-    if not columns:
-        return np.zeros(len(rows), dtype=np.int64)
-    perm = np.lexsort(columns[::-1])  # the first column decides first
-    stacked = np.stack([c[perm] for c in columns])
-    new = np.ones(len(rows), dtype=bool)
-    new[1:] = (stacked[:, 1:] != stacked[:, :-1]).any(axis=0)
-    ranks = np.empty(len(rows), dtype=np.int64)
-    ranks[perm] = np.cumsum(new) - 1
-    return ranks
+        item = _item_ranks(column, codes, uniques, sep, bool(text))
+        # refine: rows ordered by the columns so far, ties broken by this one (one int64 per row held)
+        kinds, ranks = np.unique(ranks * (int(item.max()) + 1) + item, return_inverse=True)
+        size = len(kinds)
+    return ranks.reshape(-1).astype(np.int64, copy=False)
 
 
 def _item_ranks(column: pd.Series, codes: Any, uniques: Any, sep: str, text: bool) -> Any:

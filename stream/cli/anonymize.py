@@ -80,6 +80,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     stages: dict[str, float] = {"startup_s": _process_age()}
+    peaks: dict[str, float] = {"startup": _peak_mib()}
     schema = load_schema(args.spec)
     check_paths((args.input,), {"--out": args.out, "--report": args.report}, schema.spec.input.encoding)
     frame = read_for_spec(args.input, schema.spec, schema)
@@ -98,28 +99,32 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     history = batch_history.history_before(args, schema, frame)
     frame = batch_history.without_released(frame, history)
     batch = encode(frame, schema)
-    stages["read_s"] = time.perf_counter() - t0
+    stages["read_s"], peaks["read"] = time.perf_counter() - t0, _peak_mib()
     warm_s = warm_up(engine, batch, params)  # load or compile kernels before the engine's clock starts
     started = time.perf_counter()
     release = engine.anonymize(batch, params, np.random.default_rng(args.seed), ProgressPrinter(engine.name))
     runtime = time.perf_counter() - started
+    n_rows = len(frame)
+    del batch  # each stage frees what no later stage reads (docs/performance.md, "Memory")
     stages.update(warm_up_s=warm_s, engine_s=runtime)
+    peaks["engine"] = _peak_mib()
     mark = time.perf_counter()
     report = verify_release(frame, release, schema)
     stages["verify_s"], mark = time.perf_counter() - mark, time.perf_counter()
+    peaks["verify"] = _peak_mib()
     risk = batch_risk(schema, frame, release, args.threshold)
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
     table = typed_columns(release.rows, schema)
-    utility = utility_report(schema, frame, release.rows)  # the data owner's file: the full figures
+    release = typed = dataclasses.replace(release, rows=table)  # its labels are the engine's: drop the first copy
+    utility = utility_report(schema, frame, table)  # the data owner's file: the full figures
+    del frame  # the input is not needed any more
     codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False,
                               utility=utility_paragraph(utility))
-    typed = dataclasses.replace(release, rows=table)
     out_cols = list(table.columns)
     stages["report_s"], mark = time.perf_counter() - mark, time.perf_counter()
+    peaks["report"] = _peak_mib()
     keys = [*schema.qi_names, *([schema.sensitive] if schema.sensitive else []), *schema.spec.passthrough]
     positions, order, ids = batch_history.publication(args, typed, out_cols, history, keys)
-    n_rows = len(frame)
-    del frame, batch  # the input is not needed any more: free it before the output is formatted
     published = batch_history.published_rows(table, positions) if history is not None else None
     recorded = batch_history.record(args, history, typed, report, published, out_cols)  # before --out
     del published
@@ -136,10 +141,11 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary["utility"] = utility
     if recorded is not None:
         summary["ledger"] = recorded
-    stages["write_s"] = time.perf_counter() - mark
+    stages["write_s"], peaks["write"] = time.perf_counter() - mark, _peak_mib()
     total = time.perf_counter() - t0
     summary.update({"runtime_s": round(runtime, 4), "warm_up_s": round(warm_s, 4),
                     "total_s": round(total, 4), "stages": _stages(stages, total),
+                    "peak_rss_mib": peaks,
                     "input": str(args.input), "rows": n_rows, "dropped_missing": dropped,
                     "verification": report.as_dict()})
     if args.report:
@@ -182,6 +188,13 @@ def _process_age() -> float:
         return max(0.0, now - started / os.sysconf("SC_CLK_TCK"))
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def _peak_mib() -> float:
+    """This process's peak resident memory so far, in MiB (the high-water mark after each stage)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _stages(stages: dict[str, float], total: float) -> dict[str, float]:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 _DISTINCT_SHARE = 0.5  # above this share of distinct rows, formatting them all is as cheap
-_CHUNK = 50_000  # lines per write
+_CHUNK = 10_000  # lines per write (and per joined block): 10k lines keep the writer within ~10 MiB
 
 
 def row_ids(frame: pd.DataFrame, columns: list[str] | None = None) -> np.ndarray:
@@ -56,12 +56,12 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
         return
     if ids is None:
         ids = row_ids(frame)
-    distinct = int(ids.max()) + 1
-    if distinct > _DISTINCT_SHARE * len(frame):  # mostly distinct rows: format each column's distinct cells
-        heads, seq = prepare(frame), (np.arange(len(frame)) if order is None else order)
-    else:
+    few = int(ids.max()) + 1 <= _DISTINCT_SHARE * len(frame)
+    if few:  # format the distinct rows only
         first = np.unique(ids, return_index=True)[1]
         heads, seq = prepare(frame.iloc[first]), (ids if order is None else ids[order])
+    else:  # mostly distinct rows: format each column's distinct cells
+        heads, seq = prepare(frame), (np.arange(len(frame)) if order is None else order)
     import pyarrow as pa
 
     columns = [_cells(heads[col]) for col in heads.columns]
@@ -70,31 +70,35 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
         return
     end = os.linesep
     header = heads.iloc[:0].to_csv(index=False, lineterminator=end)
-    body = _body(columns, len(heads), end)  # each distinct row's line and its end
-    del heads, columns
+    n_heads = len(heads)
+    del heads
+    # few distinct rows: each one's line is joined once, then the lines are taken in order; mostly
+    # distinct rows: the lines are joined chunk by chunk in the order they are written, never all held
+    body = _lines(columns, np.arange(n_heads), end) if few else None
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(header)
         fh.flush()
         for start in range(0, len(seq), _CHUNK):  # chunks: the file's text is never held whole
-            text = body.take(pa.array(seq[start:start + _CHUNK]))
+            chunk = seq[start:start + _CHUNK]
+            text = body.take(pa.array(chunk)) if body is not None else _lines(columns, chunk, end)
             offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
             fh.buffer.write(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])])
 
 
-def _body(columns: list[Any], n: int, end: str) -> Any:
-    """The ``n`` lines (with their ``end``) of the cells of :func:`_cells`, joined by pyarrow in chunks."""
+def _lines(columns: list[Any], positions: np.ndarray, end: str) -> Any:
+    """The lines (each with its ``end``) of the rows at ``positions`` of the cells of :func:`_cells`,
+    joined by pyarrow ``_CHUNK`` rows at a time."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     comma, blank, sep = (pa.scalar(t, pa.large_string()) for t in (",", "", end))
     parts = []
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
+    for start in range(0, len(positions), _CHUNK):
+        at = positions[start:start + _CHUNK]
         if columns:
-            lines = pc.binary_join_element_wise(*[table.take(pa.array(codes[start:stop])) for codes, table in columns],
-                                                comma)
+            lines = pc.binary_join_element_wise(*[table.take(pa.array(codes[at])) for codes, table in columns], comma)
         else:
-            lines = pa.array([""] * (stop - start), type=pa.large_string())
+            lines = pa.array([""] * len(at), type=pa.large_string())
         parts.append(pc.binary_join_element_wise(lines, blank, sep))
     return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
 
@@ -123,7 +127,7 @@ def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
         reps = values.iloc[where[present >= 0]].reset_index(drop=True)  # one row per distinct value
         probe = pd.DataFrame({"v": reps, "z": 0})
         text = [t[:-2] for t in probe.to_csv(index=False, header=False, lineterminator="\n").split("\n")[:-1]]
-    codes = np.where(codes < 0, len(text), codes)
+    codes = np.where(codes < 0, len(text), codes).astype(np.int32 if len(text) < 2**31 - 1 else np.int64)
     return codes, pa.array([*text, ""], type=pa.large_string())
 
 
