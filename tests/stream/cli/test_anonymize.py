@@ -63,6 +63,11 @@ def test_anonymize_writes_rows_and_report(tiny, tmp_path):
     rep = json.loads(report.read_text())
     assert rep["verification"]["ok"] and rep["diagnostics"]["levels"] and "loss_metric" in rep["metrics"]
     assert rep["runtime_s"] >= 0
+    stages = rep["stages"]  # where the time and memory went (docs/performance.md)
+    assert set(stages) >= {"startup_s", "read_s", "warm_up_s", "engine_s", "verify_s", "report_s", "write_s"}
+    peaks = list(rep["peak_rss_mib"].values())
+    assert list(rep["peak_rss_mib"]) == ["startup", "read", "engine", "verify", "report", "write"]
+    assert peaks == sorted(peaks) and peaks[0] > 0  # a high-water mark only rises
     # typed columns beside each label, the same as on the stream, explained by the report's codebook
     assert list(released.columns) == ["age", "age_lo", "age_hi", "colour", "colour_level", "colour_l1", "offence",
                                       "suppressed"]
