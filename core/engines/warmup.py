@@ -42,13 +42,18 @@ def warm_params(params: EngineParams) -> EngineParams:
     return params.model_copy(update=update)
 
 
-def warm_up(engine: Engine, batch: EncodedBatch, params: EngineParams) -> float:
+def warm_up(engine: Engine, batch: EncodedBatch, params: EngineParams, long_lived: bool = False) -> float:
     """Run ``engine`` on the first rows of ``batch`` with cut budgets; returns the seconds spent.
 
     The result is discarded and nothing about the rows is logged. A warm-up that fails (a sample
     too small for the requirement, say) is ignored: the real run reports its own errors.
+    ``long_lived``: a process that will run many searches (a worker) also loads the lattice kernels
+    of a lattice engine now; a one-shot command leaves that to the search, which loads them only if
+    its work grows past what numpy does as fast (core/lattice/backend.py).
     """
     started = time.perf_counter()
+    if long_lived and type(engine).__module__.startswith(_LATTICE_FAMILIES):
+        warm_lattice_kernels()
     rows = np.arange(min(batch.n, max(_SAMPLE_ROWS, 4 * getattr(params, "k", 1))))
     try:
         engine.anonymize(batch.take(rows), warm_params(params), np.random.default_rng(0))

@@ -101,7 +101,8 @@ class Orchestrator:
         started = time.perf_counter()
         try:
             engine = get_engine(self.engine_name)
-            warm_up(engine, encode(pd.DataFrame(rows), self.schema), engine_params(self.settings, engine))
+            warm_up(engine, encode(pd.DataFrame(rows), self.schema), engine_params(self.settings, engine),
+                    long_lived=True)
         except Exception as exc:  # a warm-up that fails (e.g. too few rows for k) changes nothing
             log.debug("engine warm-up skipped: %s", type(exc).__name__)
             return None

@@ -32,3 +32,19 @@ def test_a_lattice_engine_warms_the_lattice_kernels_too():
 def test_an_engine_off_the_lattice_does_not_load_them():
     before, after, *names = _warm(["mondrian"])
     assert (before, after, names) == ("False", "False", ["['mondrian']"])
+
+
+_ONE = """
+import sys
+from core.engines.registry import get_engine, make_params
+from core.engines.warmup import tiny_batch, warm_up
+eng = get_engine("optimal")
+warm_up(eng, tiny_batch(), make_params(eng, {{"k": 2}}), long_lived={long_lived})
+print("core.lattice.kernels" in sys.modules)
+"""
+
+
+def test_a_worker_loads_the_lattice_kernels_while_warming_up_and_a_one_shot_command_does_not():
+    loaded = [subprocess.run([sys.executable, "-c", _ONE.format(long_lived=flag)], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.strip() for flag in (True, False)]
+    assert loaded == ["True", "False"]
