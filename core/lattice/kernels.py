@@ -162,3 +162,65 @@ def penalty(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, costs: np.ndarra
             rows += cnt[j]
             extra += cnt[j] * (1.0 - rc)
     return rows, extra
+
+
+@njit(cache=True, nogil=True)
+def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: int, counts: np.ndarray, k: int,
+               costs: np.ndarray, weights: np.ndarray) -> tuple[int, float, int, int]:  # pragma: no cover
+    """One node under k-anonymity alone, straight from the distinct rows (no class table).
+
+    ``codes``, ``levels`` and ``radix`` as in :func:`group_rows`, ``space`` the size of the key
+    space; ``costs`` and ``weights`` as in :func:`suppressed_cost`. Classes are counted in a dense
+    array when the key space is small, in a hash table otherwise; the cost of a class smaller than
+    ``k`` is taken from its first row (every row of a class has the same generalized codes).
+    Returns (rows in classes smaller than ``k``, their summed counts * (1 - weighted row cost),
+    classes of at least ``k`` rows, the smallest of those).
+    """
+    d, _, m = codes.shape
+    dense = space <= 4 * m + 1024
+    if dense:
+        sizes = np.zeros(space, np.int64)
+        rep = np.full(space, -1, np.int64)
+        for j in range(m):
+            key = 0
+            for a in range(d):
+                key += codes[a, levels[a], j] * radix[a]
+            if rep[key] < 0:
+                rep[key] = j
+            sizes[key] += counts[j]
+        n_cls = space
+    else:
+        slot_key, slot_cls, mask = _hash_table(m)
+        sizes = np.zeros(m, np.int64)
+        rep = np.empty(m, np.int64)
+        n_cls = 0
+        for j in range(m):
+            key = 0
+            for a in range(d):
+                key += codes[a, levels[a], j] * radix[a]
+            c = _probe(slot_key, slot_cls, mask, key, n_cls)
+            if c == n_cls:
+                rep[c] = j
+                n_cls += 1
+            sizes[c] += counts[j]
+    rows = 0
+    extra = 0.0
+    kept = 0
+    smallest = 0
+    for c in range(n_cls):
+        size = sizes[c]
+        if size == 0:
+            continue
+        if size >= k:
+            kept += 1
+            if smallest == 0 or size < smallest:
+                smallest = size
+        else:
+            j = rep[c]
+            rc = 0.0
+            for a in range(d):
+                lv = levels[a]
+                rc += weights[a] * costs[a, lv, codes[a, lv, j]]
+            rows += size
+            extra += size * (1.0 - rc)
+    return rows, extra, kept, smallest
