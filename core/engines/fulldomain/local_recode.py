@@ -48,7 +48,6 @@ from core.lattice import Lattice, NodeEvaluator, NodeResult
 from core.metrics import summarize
 from core.privacy import PrivacyRequirement, achieved
 
-
 # Up to this many distinct rows a round evaluates each node in one pass over them (no class tables):
 # on Adult (at most 19,502) that is cheaper than finding and rolling up a cached table.
 DIRECT_ROWS = 1 << 16
