@@ -120,10 +120,12 @@ def test_numba_and_numpy_evaluators_agree(df, k, use_l):
     batch = encode(df, SCHEMA)
     req = make_params("optimal", {"k": k, "max_suppression": 0.1, "l": 2 if use_l else None}).requirement()
     fast, ref = NodeEvaluator(batch, req), NodeEvaluator(batch, req, backend="numpy")
+    direct = NodeEvaluator(batch, req, direct_rows=10**6)  # one pass over the distinct rows (k only)
     for node in Lattice(batch.heights).all_nodes()[::7]:
-        a, b = fast.evaluate(tuple(node)), ref.evaluate(tuple(node))
-        assert (a.feasible, a.suppressed, a.classes, a.k) == (b.feasible, b.suppressed, b.classes, b.k)
-        assert a.loss == pytest.approx(b.loss, abs=1e-9)
+        a, b, c = fast.evaluate(tuple(node)), ref.evaluate(tuple(node)), direct.evaluate(tuple(node))
+        for x in (a, c):
+            assert (x.feasible, x.suppressed, x.classes, x.k) == (b.feasible, b.suppressed, b.classes, b.k)
+            assert x.loss == pytest.approx(b.loss, abs=1e-9) and x.gen_loss == b.gen_loss
 
 
 @pytest.mark.parametrize("name", engine_names())
