@@ -35,7 +35,6 @@ LossName = Literal["lm", "precision"]
 Backend = Literal["numba", "numpy"]
 _MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
 _MAX_TABLE_CELLS = 20_000_000  # cached class tables limit (int32 cells, about 80 MB)
-_MAX_BOUND_NODES = 1 << 20  # lattices up to this size get every node's bound up front (8 MB)
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class NodeEvaluator:
     """Evaluate lattice nodes of one encoded batch under one requirement, with memoization."""
 
     def __init__(self, batch: EncodedBatch, req: PrivacyRequirement, loss: LossName = "lm",
-                 backend: Backend = "numba", direct_rows: int = 0) -> None:
+                 backend: Backend = "numba") -> None:
         self.batch, self.req, self.loss_name, self.backend = batch, req, loss, backend
         self.n = batch.n
         self.heights = batch.heights
@@ -90,15 +89,11 @@ class NodeEvaluator:
         ]
         self.cache: dict[tuple[int, ...], NodeResult] = {}
         self._bound_terms: list[list[float]] | None = None
-        self._bound_all: np.ndarray | None = None
         self._packed: tuple[np.ndarray, np.ndarray] | None = None
         self._up: np.ndarray | None = None
         self.bottom = (0,) * batch.d
         self.bottom_tab = np.ascontiguousarray(uniq, dtype=np.int32)
         self.tables = TableCache(batch.d, _MAX_TABLE_CELLS)
-        # Up to ``direct_rows`` distinct rows, k-only nodes are evaluated in one pass over the distinct
-        # rows (one kernel, no class table): cheaper than finding and rolling up a cached table.
-        self.direct = backend == "numba" and not self.with_sensitive and len(self.counts) <= direct_rows
 
     def _pack(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense (d, levels, m) code cube and (d, levels, codes) cost cube for the kernels."""
@@ -114,9 +109,6 @@ class NodeEvaluator:
                     cost[a, lv, : len(self.costs[a][lv])] = self.costs[a][lv]
             self._packed = (cube, cost)
         return self._packed
-
-    def _cost_cube(self) -> np.ndarray:
-        return self._pack()[1]
 
     def _radix(self, levels: tuple[int, ...], with_sens: bool = False) -> np.ndarray | None:
         """Mixed-radix multipliers for the node's code counts, or None if the key overflows."""
@@ -140,20 +132,11 @@ class NodeEvaluator:
         """Generalization loss of a node: a lower bound of its loss, in O(d).
 
         Sums the per-attribute terms ``weight * level_mean`` (precomputed as Python floats, so the
-        sum is the same float as summing the numpy products in attribute order). Lattices of at most
-        ``_MAX_BOUND_NODES`` nodes get every node's sum up front, added in the same order (same floats).
-        """
+        sum is the same float as summing the numpy products in attribute order)."""
         terms = self._bound_terms
         if terms is None:
             terms = self._bound_terms = [[float(w * x) for x in lm] for w, lm in zip(self.weights, self.level_mean,
                                                                                       strict=True)]
-            if terms and np.prod([len(t) for t in terms], dtype=np.float64) <= _MAX_BOUND_NODES:
-                acc = np.asarray(terms[0], np.float64)
-                for t in terms[1:]:
-                    acc = acc[..., None] + np.asarray(t, np.float64)
-                self._bound_all = acc
-        if self._bound_all is not None:
-            return float(self._bound_all[tuple(levels)])
         total = 0.0
         for t, lv in zip(terms, levels, strict=True):
             total += t[lv]
@@ -253,10 +236,8 @@ class NodeEvaluator:
         hit = self.cache.get(node)
         if hit is not None:
             return hit
-        res = self._evaluate_direct(node) if self.direct else None
-        if res is None:
-            packed = self.table(node)
-            res = self._evaluate_numpy(node) if packed is None else self._evaluate_table(node, *packed)
+        packed = self.table(node)
+        res = self._evaluate_numpy(node) if packed is None else self._evaluate_table(node, *packed)
         self.cache[node] = res
         return res
 
@@ -273,6 +254,10 @@ class NodeEvaluator:
         if res.suppressed > self.max_suppressed:
             return True
         return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
+
+    def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
+        """``monotone_infeasible(evaluate(levels))``; a subclass may answer without a full evaluation."""
+        return self.monotone_infeasible(self.evaluate(levels))
 
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
         from core.lattice.kernels import group_prefix, penalty
@@ -291,27 +276,11 @@ class NodeEvaluator:
         gen = self.bound(node)
         suppressed, extra = (0, 0.0)
         if fail.any():
-            suppressed, extra = penalty(tab, cnt, fail, self._cost_cube(), lv, self.weights)
+            suppressed, extra = penalty(tab, cnt, fail, self._pack()[1], lv, self.weights)
         kept = sizes[~fail_cls]
         return NodeResult(levels=node, feasible=self._feasible(int(suppressed), len(kept)), suppressed=int(suppressed),
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,
                           gen_loss=gen)
-
-    def _evaluate_direct(self, node: tuple[int, ...]) -> NodeResult | None:
-        """k-only node straight from the distinct rows (None when the key would overflow)."""
-        radix = self._radix(node)
-        if radix is None:
-            return None
-        from core.lattice.kernels import evaluate_k
-
-        cube, cost = self._pack()
-        space = int(radix[-1]) * self.ncodes[-1][node[-1]] if len(node) else 1
-        suppressed, extra, classes, smallest = evaluate_k(cube, np.asarray(node, np.int64), radix, space, self.counts,
-                                                          self.req.k_min, cost, self.weights)
-        gen = self.bound(node)
-        return NodeResult(levels=node, feasible=self._feasible(int(suppressed), int(classes)),
-                          suppressed=int(suppressed), classes=int(classes), k=int(smallest),
-                          loss=gen + extra / self.n if suppressed else gen, gen_loss=gen)
 
     def _evaluate_numpy(self, node: tuple[int, ...]) -> NodeResult:
         """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""

@@ -166,7 +166,8 @@ def penalty(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, costs: np.ndarra
 
 @njit(cache=True, nogil=True)
 def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: int, counts: np.ndarray, k: int,
-               costs: np.ndarray, weights: np.ndarray) -> tuple[int, float, int, int]:  # pragma: no cover
+               costs: np.ndarray, weights: np.ndarray,
+               need: int = 0) -> tuple[int, float, int, int]:  # pragma: no cover
     """One node under k-anonymity alone, straight from the distinct rows (no class table).
 
     ``codes``, ``levels`` and ``radix`` as in :func:`group_rows`, ``space`` the size of the key
@@ -175,9 +176,14 @@ def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: 
     ``k`` is taken from its first row (every row of a class has the same generalized codes).
     Returns (rows in classes smaller than ``k``, their summed counts * (1 - weighted row cost),
     classes of at least ``k`` rows, the smallest of those).
+
+    With ``need`` > 0 the pass stops as soon as ``need`` rows are known to be in classes of at least
+    ``k`` rows (class sizes only grow during the pass) and returns (-1, 0.0, 0, 0): the node keeps at
+    least ``need`` rows, nothing more is known.
     """
     d, _, m = codes.shape
     dense = space <= 4 * m + 1024
+    sure = 0
     if dense:
         sizes = np.zeros(space, np.int64)
         rep = np.full(space, -1, np.int64)
@@ -188,6 +194,10 @@ def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: 
             if rep[key] < 0:
                 rep[key] = j
             sizes[key] += counts[j]
+            if need > 0 and sizes[key] >= k:
+                sure += sizes[key] if sizes[key] - counts[j] < k else counts[j]
+                if sure >= need:
+                    return -1, 0.0, 0, 0
         n_cls = space
     else:
         slot_key, slot_cls, mask = _hash_table(m)
@@ -203,6 +213,10 @@ def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: 
                 rep[c] = j
                 n_cls += 1
             sizes[c] += counts[j]
+            if need > 0 and sizes[c] >= k:
+                sure += sizes[c] if sizes[c] - counts[j] < k else counts[j]
+                if sure >= need:
+                    return -1, 0.0, 0, 0
     rows = 0
     extra = 0.0
     kept = 0

@@ -45,6 +45,7 @@ from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
+from core.lattice.direct import DirectEvaluator
 from core.metrics import summarize
 from core.privacy import PrivacyRequirement, achieved
 
@@ -104,6 +105,16 @@ class RoundEvaluator:
         return NodeResult(res.levels, res.feasible, res.suppressed, res.classes, res.k,
                           res.loss - res.suppressed * (1.0 - self.weight) / max(self.inner.n, 1), res.gen_loss)
 
+    def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
+        """``monotone_infeasible(evaluate(levels))`` (the inner evaluator may stop its pass early)."""
+        node = tuple(int(v) for v in levels)
+        if self.known.covers(node):
+            return True
+        if self.inner.exceeds_suppression(node):
+            self.known.add(node)
+            return True
+        return False
+
 
 def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight: float = 1.0,
             known: NodeSet | None = None, reference: bool = False) -> tuple[tuple[int, ...], np.ndarray, int]:
@@ -118,7 +129,7 @@ def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight
     """
     if known is None:
         known = NodeSet(batch.d, upward=False, heights=batch.heights)
-    evaluator = NodeEvaluator(batch, req, "lm", direct_rows=0 if reference else DIRECT_ROWS)
+    evaluator = NodeEvaluator(batch, req, "lm") if reference else DirectEvaluator(batch, req, "lm", DIRECT_ROWS)
     searched = RoundEvaluator(evaluator, weight, known)
     best, _ = branch_and_bound(searched, Lattice(batch.heights), max_nodes,  # type: ignore[arg-type]
                                seed=reference, known=None if reference else known)
@@ -208,15 +219,28 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
             rows[q.name] = labels
         rows, cost = rows[keep], cost[keep]
         qi = batch.schema.qi_names
-        cls = pd.MultiIndex.from_frame(rows[qi].astype(str)).factorize()[0].astype(np.int64)
+        cls = _tuple_ids(rows[qi].astype(str))
         sens = batch.sensitive_codes[keep] if batch.sensitive_codes is not None else None
         level = achieved(cls, sens, c=params.c, t_distance=params.t_distance)
         metrics = summarize(cost, batch.weights, cls, len(left), params.k, qi,
                             None if batch.severity is None or sens is None else batch.severity[sens])
-        used = np.unique(levels[keep], axis=0)
-        diag.update({"nodes_used": len(used), "classes": int(cls.max() + 1) if len(cls) else 0})
+        used = _tuple_ids(pd.DataFrame(levels[keep]))
+        diag.update({"nodes_used": int(used.max()) + 1 if len(used) else 0,
+                     "classes": int(cls.max() + 1) if len(cls) else 0})
         return Release(
             engine=self.name, params=params.model_dump(), requirement=params.requirement(), rows=rows,
             class_ids=cls, suppressed=batch.frame.index.to_numpy()[left], metrics=metrics, privacy=level.as_dict(),
             diagnostics=diag, runtime_s=time.perf_counter() - started,
         )
+
+
+def _tuple_ids(frame: pd.DataFrame) -> np.ndarray:
+    """Id of each row's tuple of values, in order of first appearance (one factorization per column)."""
+    key, radix = np.zeros(len(frame), np.int64), 1
+    for col in frame.columns:
+        codes, uniq = pd.factorize(frame[col])
+        if radix * max(len(uniq), 1) >= 2**62:
+            return pd.MultiIndex.from_frame(frame).factorize()[0].astype(np.int64)
+        key += codes.astype(np.int64) * radix
+        radix *= max(len(uniq), 1)
+    return pd.factorize(key)[0].astype(np.int64)

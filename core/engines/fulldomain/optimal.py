@@ -81,9 +81,10 @@ class NodeSet:
         return tuple(int(x) for x in self.nodes[idx[0]]) if len(idx) else None
 
     def add(self, node: tuple[int, ...]) -> None:
-        node = tuple(int(x) for x in node)
+        node = tuple(map(int, node))
         if self.owner is not None:
-            self.owner[tuple(slice(x, None) if self.upward else slice(0, x + 1) for x in node)] = len(self.members)
+            region = tuple(slice(x, None) for x in node) if self.upward else tuple(slice(x + 1) for x in node)
+            self.owner[region] = len(self.members)
             self.members.append(node)
             return
         v = np.asarray(node)
@@ -143,7 +144,7 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
 
     def infeasible_at(candidate: list[int]) -> bool:
         t = tuple(candidate)
-        return infeasible.covers(t) or evaluator.monotone_infeasible(evaluator.evaluate(t))
+        return infeasible.covers(t) or evaluator.exceeds_suppression(t)
 
     for a in range(lattice.d):
         lo, hi = current[a], int(lattice.heights[a])  # lo is known infeasible
