@@ -25,6 +25,16 @@ received identical labels form one class: a union of classes that each have >= k
 distinct sensitive values has both too. Only k and distinct l are offered (unions do not preserve
 every other model). The release goes through the independent verifier like every other.
 
+SPEED (the same release as the plain search, row for row: tests compare the two on random tables,
+``bench/local_recode_adult.py`` the Adult table with the release that matched ARX's). Nodes
+infeasible in a round stay infeasible later (see RoundEvaluator), so they start every later
+round's infeasible set: popped nodes under them are jumped over instead of evaluated and climbed
+from, and the projection seeding is not needed. Rounds evaluate nodes with
+:class:`~core.lattice.direct.DirectEvaluator` (one pass over the round's distinct rows; a climb's
+feasibility question stops its pass once enough rows are in classes of k). Pruning never changes
+the node: feasible nodes are popped in the same (bound, node) order either way. Adult k = 5: 7,436
+nodes instead of 15,070, about 1.0-1.3 s CPU instead of 5.2-5.4 s at load 3-5 (ARX 4.9-7.4 s).
+
 Suppressed and generalized rows count as in ARX's loss (``metrics.loss_metric`` on the ``adult``
 spec is ARX's loss with its hierarchies: a suppressed row costs 1 in every attribute).
 """
