@@ -35,7 +35,7 @@ from core.engines.fulldomain.search import no_solution, release_from_node
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 
-_MAX_BITMAP = 1 << 24  # lattice nodes up to which a NodeSet keeps its region as a boolean array
+_MAX_BITMAP = 1 << 22  # lattice nodes up to which a NodeSet keeps its region as an array (16 MB)
 
 
 class OptimalParams(EngineParams):
