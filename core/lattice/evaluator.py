@@ -112,9 +112,6 @@ class NodeEvaluator:
             self._packed = (cube, cost)
         return self._packed
 
-    def _cost_cube(self) -> np.ndarray:
-        return self._pack()[1]
-
     def _radix(self, levels: tuple[int, ...], with_sens: bool = False) -> np.ndarray | None:
         """Mixed-radix multipliers for the node's code counts, or None if the key overflows."""
         sizes = [self.ncodes[a][lv] for a, lv in enumerate(levels)]
@@ -251,6 +248,10 @@ class NodeEvaluator:
             return True
         return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
 
+    def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
+        """``monotone_infeasible(evaluate(levels))``; a subclass may answer without a full evaluation."""
+        return self.monotone_infeasible(self.evaluate(levels))
+
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
         from core.lattice.kernels import failing_codes, group_prefix
 
@@ -268,7 +269,7 @@ class NodeEvaluator:
         gen = self.bound(node)
         suppressed, extra = (0, 0.0)
         if fail.any():
-            suppressed, per_code = failing_codes(tab, cnt, fail, lv, self._cost_cube().shape[2])
+            suppressed, per_code = failing_codes(tab, cnt, fail, lv, self._pack()[1].shape[2])
             extra = suppression_extra(suppressed, per_code, [self.costs[a][v] for a, v in enumerate(node)],
                                       self.weights)
         kept = sizes[~fail_cls]

@@ -143,3 +143,75 @@ def failing_codes(tab: np.ndarray, cnt: np.ndarray, fail: np.ndarray, levels: np
             for a in range(d):
                 out[a, tab[j, a]] += c
     return rows, out
+
+
+@njit(cache=True, nogil=True)
+def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: int, counts: np.ndarray, k: int,
+               width: int, need: int = 0) -> tuple[int, np.ndarray, int, int]:  # pragma: no cover
+    """One node under k-anonymity alone, straight from the distinct rows (no class table).
+
+    ``codes``, ``levels`` and ``radix`` as in :func:`group_rows`, ``space`` the size of the key
+    space; ``width`` as in :func:`failing_codes`. Classes are counted in a dense array when the key
+    space is small, in a hash table otherwise; the codes of a class smaller than ``k`` are taken from
+    its first row (every row of a class has the same generalized codes). Returns (rows in classes
+    smaller than ``k``, per QI and code how many of those rows carry it (as :func:`failing_codes`),
+    classes of at least ``k`` rows, the smallest of those).
+
+    With ``need`` > 0 the pass stops as soon as ``need`` rows are known to be in classes of at least
+    ``k`` rows (class sizes only grow during the pass) and returns (-1, empty, 0, 0): the node keeps
+    at least ``need`` rows, nothing more is known.
+    """
+    d, _, m = codes.shape
+    dense = space <= 4 * m + 1024
+    sure = 0
+    if dense:
+        sizes = np.zeros(space, np.int64)
+        rep = np.full(space, -1, np.int64)
+        for j in range(m):
+            key = 0
+            for a in range(d):
+                key += codes[a, levels[a], j] * radix[a]
+            if rep[key] < 0:
+                rep[key] = j
+            sizes[key] += counts[j]
+            if need > 0 and sizes[key] >= k:
+                sure += sizes[key] if sizes[key] - counts[j] < k else counts[j]
+                if sure >= need:
+                    return -1, np.zeros((0, 0), np.int64), 0, 0
+        n_cls = space
+    else:
+        slot_key, slot_cls, mask = _hash_table(m)
+        sizes = np.zeros(m, np.int64)
+        rep = np.empty(m, np.int64)
+        n_cls = 0
+        for j in range(m):
+            key = 0
+            for a in range(d):
+                key += codes[a, levels[a], j] * radix[a]
+            c = _probe(slot_key, slot_cls, mask, key, n_cls)
+            if c == n_cls:
+                rep[c] = j
+                n_cls += 1
+            sizes[c] += counts[j]
+            if need > 0 and sizes[c] >= k:
+                sure += sizes[c] if sizes[c] - counts[j] < k else counts[j]
+                if sure >= need:
+                    return -1, np.zeros((0, 0), np.int64), 0, 0
+    rows = 0
+    out = np.zeros((d, width), np.int64)
+    kept = 0
+    smallest = 0
+    for c in range(n_cls):
+        size = sizes[c]
+        if size == 0:
+            continue
+        if size >= k:
+            kept += 1
+            if smallest == 0 or size < smallest:
+                smallest = size
+        else:
+            j = rep[c]
+            for a in range(d):
+                out[a, codes[a, levels[a], j]] += size
+            rows += size
+    return rows, out, kept, smallest

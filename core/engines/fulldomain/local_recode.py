@@ -25,6 +25,16 @@ received identical labels form one class: a union of classes that each have >= k
 distinct sensitive values has both too. Only k and distinct l are offered (unions do not preserve
 every other model). The release goes through the independent verifier like every other.
 
+SPEED (the same release as the plain search, row for row: tests compare the two on random tables,
+``bench/local_recode_adult.py`` the Adult table with the release that matched ARX's). Nodes
+infeasible in a round stay infeasible later (see RoundEvaluator), so they start every later
+round's infeasible set: popped nodes under them are jumped over instead of evaluated and climbed
+from, and the projection seeding is not needed. Rounds evaluate nodes with
+:class:`~core.lattice.direct.DirectEvaluator` (one pass over the round's distinct rows; a climb's
+feasibility question stops its pass once enough rows are in classes of k). Pruning never changes
+the node: feasible nodes are popped in the same (bound, node) order either way. Adult k = 5: 7,436
+nodes instead of 15,070, about 1.0-1.3 s CPU instead of 5.2-5.4 s at load 3-5 (ARX 4.9-7.4 s).
+
 Suppressed and generalized rows count as in ARX's loss (``metrics.loss_metric`` on the ``adult``
 spec is ARX's loss with its hierarchies: a suppressed row costs 1 in every attribute).
 """
@@ -33,7 +43,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,8 +55,13 @@ from core.engines.defaults import PRIVACY_DEFAULTS
 from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
+from core.lattice.direct import DirectEvaluator
 from core.metrics import summarize
 from core.privacy import PrivacyRequirement, achieved
+
+# Up to this many distinct rows a round evaluates each node in one pass over them (no class tables):
+# on Adult (at most 19,502) that is cheaper than finding and rolling up a cached table.
+DIRECT_ROWS = 1 << 16
 
 
 class LocalRecodeParams(EngineParams):
@@ -96,16 +110,39 @@ class RoundEvaluator:
         res = self.inner.evaluate(node)
         if not res.feasible:
             self.known.add(node)
-        return replace(res, loss=res.loss - res.suppressed * (1.0 - self.weight) / max(self.inner.n, 1))
+        if not res.suppressed:
+            return res
+        return NodeResult(res.levels, res.feasible, res.suppressed, res.classes, res.k,
+                          res.loss - res.suppressed * (1.0 - self.weight) / max(self.inner.n, 1), res.gen_loss)
+
+    def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
+        """``monotone_infeasible(evaluate(levels))`` (the inner evaluator may stop its pass early)."""
+        node = tuple(int(v) for v in levels)
+        if self.known.covers(node):
+            return True
+        if self.inner.exceeds_suppression(node):
+            self.known.add(node)
+            return True
+        return False
 
 
 def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight: float = 1.0,
-            known: NodeSet | None = None) -> tuple[tuple[int, ...], np.ndarray, int]:
+            known: NodeSet | None = None, reference: bool = False) -> tuple[tuple[int, ...], np.ndarray, int]:
     """The best node for ``batch`` under ``req`` (left-over rows cost ``weight``; nodes under ``known``
-    infeasible): (levels, suppressed mask, nodes evaluated)."""
-    evaluator = NodeEvaluator(batch, req, "lm")
-    searched = RoundEvaluator(evaluator, weight, known if known is not None else NodeSet(batch.d, upward=False))
-    best, _ = branch_and_bound(searched, Lattice(batch.heights), max_nodes)  # type: ignore[arg-type]
+    infeasible): (levels, suppressed mask, nodes evaluated).
+
+    The earlier rounds' infeasible nodes (``known``) also start the search's infeasible set, in place
+    of the projection seeding: popped nodes under them are jumped over, not evaluated and climbed
+    from; and nodes are evaluated in one pass over the distinct rows. ``reference`` runs the plain
+    search instead (class tables, projections, ``known`` consulted only per evaluation): the same
+    node, more work; kept for tests.
+    """
+    if known is None:
+        known = NodeSet(batch.d, upward=False, heights=batch.heights)
+    evaluator = NodeEvaluator(batch, req, "lm") if reference else DirectEvaluator(batch, req, "lm", DIRECT_ROWS)
+    searched = RoundEvaluator(evaluator, weight, known)
+    best, _ = branch_and_bound(searched, Lattice(batch.heights), max_nodes,  # type: ignore[arg-type]
+                               seed=reference, known=None if reference else known)
     if best is None:
         raise InfeasibleError("no full-domain node meets the requirement for this part of the batch",
                               reason="infeasible")
@@ -119,6 +156,7 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
     paper = "ARX iterative local recoding (optimizeIterativeFast); Prasser et al. 2016"
     Params = LocalRecodeParams
     models = ("k", "l")
+    reference = False  # True: every round runs the plain search (see ``optimum``); for tests
 
     def anonymize(self, batch: EncodedBatch, params: LocalRecodeParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
@@ -130,13 +168,13 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
         left = np.arange(n)
         rounds: list[dict[str, Any]] = []
         evaluations = 0
-        known = NodeSet(batch.d, upward=False)  # infeasible in every later round (see RoundEvaluator)
+        known = NodeSet(batch.d, upward=False, heights=batch.heights)  # infeasible in later rounds (RoundEvaluator)
         while len(left) >= params.k and len(rounds) < params.iterations:
             limit = max(0.0, 1.0 - step / len(left))
             sub = batch.take(left)
             try:
                 node, supp, evals = optimum(sub, self._req(params, limit), params.max_nodes, params.left_over_weight,
-                                            known)
+                                            known, self.reference)
             except InfeasibleError:
                 break
             evaluations += evals
@@ -157,7 +195,8 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
             elif rounds:
                 last = np.flatnonzero((levels == rounds[-1]["levels"]).all(axis=1))
                 redo = np.sort(np.concatenate([last, left]))
-                node, supp, evals = optimum(batch.take(redo), self._req(params, 0.0), params.max_nodes)
+                node, supp, evals = optimum(batch.take(redo), self._req(params, 0.0), params.max_nodes,
+                                            reference=self.reference)
                 evaluations += evals
                 levels[redo] = node
                 rounds[-1].update({"rows": len(redo), "generalized": len(redo), "levels": list(node)})
@@ -190,15 +229,28 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
             rows[q.name] = labels
         rows, cost = rows[keep], cost[keep]
         qi = batch.schema.qi_names
-        cls = pd.MultiIndex.from_frame(rows[qi].astype(str)).factorize()[0].astype(np.int64)
+        cls = _tuple_ids(rows[qi].astype(str))
         sens = batch.sensitive_codes[keep] if batch.sensitive_codes is not None else None
         level = achieved(cls, sens, c=params.c, t_distance=params.t_distance)
         metrics = summarize(cost, batch.weights, cls, len(left), params.k, qi,
                             None if batch.severity is None or sens is None else batch.severity[sens])
-        used = pd.Series([tuple(r) for r in levels[keep]]).value_counts()
-        diag.update({"nodes_used": len(used), "classes": int(cls.max() + 1) if len(cls) else 0})
+        used = _tuple_ids(pd.DataFrame(levels[keep]))
+        diag.update({"nodes_used": int(used.max()) + 1 if len(used) else 0,
+                     "classes": int(cls.max() + 1) if len(cls) else 0})
         return Release(
             engine=self.name, params=params.model_dump(), requirement=params.requirement(), rows=rows,
             class_ids=cls, suppressed=batch.frame.index.to_numpy()[left], metrics=metrics, privacy=level.as_dict(),
             diagnostics=diag, runtime_s=time.perf_counter() - started,
         )
+
+
+def _tuple_ids(frame: pd.DataFrame) -> np.ndarray:
+    """Id of each row's tuple of values, in order of first appearance (one factorization per column)."""
+    key, radix = np.zeros(len(frame), np.int64), 1
+    for col in frame.columns:
+        codes, uniq = pd.factorize(frame[col])
+        if radix * max(len(uniq), 1) >= 2**62:
+            return pd.MultiIndex.from_frame(frame).factorize()[0].astype(np.int64)
+        key += codes.astype(np.int64) * radix
+        radix *= max(len(uniq), 1)
+    return pd.factorize(key)[0].astype(np.int64)

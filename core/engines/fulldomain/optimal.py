@@ -35,6 +35,8 @@ from core.engines.fulldomain.search import no_solution, release_from_node
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 
+_MAX_BITMAP = 1 << 22  # lattice nodes up to which a NodeSet keeps its region as an array (16 MB)
+
 
 class OptimalParams(EngineParams):
     objective: Literal["lm", "precision"] = Field(default="lm", description="loss to minimise: lm | precision")
@@ -42,25 +44,49 @@ class OptimalParams(EngineParams):
 
 
 class NodeSet:
-    """Maximal (or minimal) nodes of a monotone region, for dominance checks."""
+    """A monotone region of the lattice (the nodes below, or if ``upward`` above, its members).
 
-    def __init__(self, d: int, upward: bool) -> None:
+    With the lattice's ``heights`` (and at most ``_MAX_BITMAP`` nodes) the region is an array over
+    the lattice holding, per node, the member that added it last: ``covers`` and ``cover`` are one
+    lookup. Otherwise the maximal (minimal) members are kept and scanned.
+    """
+
+    def __init__(self, d: int, upward: bool, heights: np.ndarray | None = None) -> None:
         self.nodes = np.zeros((0, d), dtype=np.int64)
         self.upward = upward
+        self.members: list[tuple[int, ...]] = []
+        self.owner: np.ndarray | None = None
+        if heights is not None and int(np.prod(np.asarray(heights, np.float64) + 1)) <= _MAX_BITMAP:
+            self.owner = np.full(tuple(int(h) + 1 for h in heights), -1, dtype=np.int32)
+
+    def copy(self) -> NodeSet:
+        out = NodeSet(self.nodes.shape[1], self.upward)
+        out.nodes, out.members = self.nodes.copy(), list(self.members)
+        out.owner = None if self.owner is None else self.owner.copy()
+        return out
 
     def covers(self, node: tuple[int, ...]) -> bool:
         return self.cover(node) is not None
 
-    def cover(self, node: tuple[int, ...]) -> np.ndarray | None:
+    def cover(self, node: tuple[int, ...]) -> tuple[int, ...] | None:
         """A member that dominates ``node`` (above it, or below it if ``upward``), or None."""
+        if self.owner is not None:
+            i = int(self.owner[node])
+            return self.members[i] if i >= 0 else None
         if not len(self.nodes):
             return None
         v = np.asarray(node)
         hits = (self.nodes <= v).all(axis=1) if self.upward else (self.nodes >= v).all(axis=1)
         idx = np.flatnonzero(hits)
-        return self.nodes[idx[0]] if len(idx) else None
+        return tuple(int(x) for x in self.nodes[idx[0]]) if len(idx) else None
 
     def add(self, node: tuple[int, ...]) -> None:
+        node = tuple(map(int, node))
+        if self.owner is not None:
+            region = tuple(slice(x, None) for x in node) if self.upward else tuple(slice(x + 1) for x in node)
+            self.owner[region] = len(self.members)
+            self.members.append(node)
+            return
         v = np.asarray(node)
         keep = ~((self.nodes >= v).all(axis=1) if self.upward else (self.nodes <= v).all(axis=1))
         self.nodes = np.vstack([self.nodes[keep], v[None, :]])
@@ -118,7 +144,7 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
 
     def infeasible_at(candidate: list[int]) -> bool:
         t = tuple(candidate)
-        return infeasible.covers(t) or evaluator.monotone_infeasible(evaluator.evaluate(t))
+        return infeasible.covers(t) or evaluator.exceeds_suppression(t)
 
     for a in range(lattice.d):
         lo, hi = current[a], int(lattice.heights[a])  # lo is known infeasible
@@ -134,13 +160,20 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
 
 
 def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
-                     progress: Progress = no_progress) -> tuple[NodeResult | None, dict[str, int]]:
-    """Best-first branch and bound over the lattice; returns the optimum and search counters."""
-    infeasible = NodeSet(lattice.d, upward=False)
-    clean = NodeSet(lattice.d, upward=True)
-    seeded = seed_infeasible(evaluator, lattice, infeasible, clean)
+                     progress: Progress = no_progress, seed: bool = True,
+                     known: NodeSet | None = None) -> tuple[NodeResult | None, dict[str, int]]:
+    """Best-first branch and bound over the lattice; returns the optimum and search counters.
+
+    ``seed`` evaluates the projections first (:func:`seed_infeasible`) and ``known`` (a downward
+    NodeSet of nodes the caller knows infeasible, copied) starts the infeasible set. Both only prune:
+    feasible nodes are popped in the same (bound, node) order with or without them, so the search
+    returns the same node, with fewer evaluations.
+    """
+    infeasible = known.copy() if known is not None else NodeSet(lattice.d, upward=False, heights=lattice.heights)
+    clean = NodeSet(lattice.d, upward=True, heights=lattice.heights)
+    seeded = seed_infeasible(evaluator, lattice, infeasible, clean) if seed else 0
     best: NodeResult | None = None
-    start = lattice.bottom
+    start, top = lattice.bottom, lattice.top
     heap: list[tuple[float, tuple[int, ...]]] = [(evaluator.bound(start), start)]
     seen = {start}
     popped = skipped = exact = 0
@@ -154,8 +187,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             # Every node between ``node`` and ``above`` is infeasible: jump past it. Any node >= node
             # that is not <= above exceeds it in some QI a, so it is >= one of these jump nodes.
             skipped += 1
-            nexts = [(*node[:a], int(above[a]) + 1, *node[a + 1 :]) for a in range(lattice.d)
-                     if above[a] < lattice.heights[a]]
+            nexts = [(*node[:a], above[a] + 1, *node[a + 1 :]) for a in range(lattice.d) if above[a] < top[a]]
         else:
             nexts = list(lattice.successors(node))
         for succ in nexts:

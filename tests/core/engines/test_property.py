@@ -15,6 +15,7 @@ from core.engines.base import EngineParams
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator
+from core.lattice.direct import DirectEvaluator
 from core.verify import verify_release
 from tests.strategies import OFFENCES, make_table, small_schema, small_tables
 
@@ -120,10 +121,14 @@ def test_numba_and_numpy_evaluators_agree(df, k, use_l):
     batch = encode(df, SCHEMA)
     req = make_params("optimal", {"k": k, "max_suppression": 0.1, "l": 2 if use_l else None}).requirement()
     fast, ref = NodeEvaluator(batch, req, backend="numba"), NodeEvaluator(batch, req, backend="numpy")
+    direct = DirectEvaluator(batch, req)  # one pass over the distinct rows (k only)
+    early = DirectEvaluator(batch, req)  # feasibility passes that may stop early
     for node in Lattice(batch.heights).all_nodes()[::7]:
-        a, b = fast.evaluate(tuple(node)), ref.evaluate(tuple(node))
-        assert (a.feasible, a.suppressed, a.classes, a.k) == (b.feasible, b.suppressed, b.classes, b.k)
-        assert a.loss == b.loss  # summed the same way on both backends
+        a, b, c = fast.evaluate(tuple(node)), ref.evaluate(tuple(node)), direct.evaluate(tuple(node))
+        assert early.exceeds_suppression(tuple(node)) == ref.monotone_infeasible(b)
+        for x in (a, c):
+            assert (x.feasible, x.suppressed, x.classes, x.k) == (b.feasible, b.suppressed, b.classes, b.k)
+            assert x.loss == b.loss and x.gen_loss == b.gen_loss  # summed the same way by every evaluator
 
 
 @pytest.mark.parametrize("name", engine_names())
