@@ -40,7 +40,7 @@ class DirectEvaluator(NodeEvaluator):
         self._bound_all: np.ndarray | None = None
         sizes = [int(h) + 1 for h in self.heights]
         if sizes and np.prod(sizes, dtype=np.float64) <= _MAX_BOUND_NODES:
-            terms = [[float(w * x) for x in lm] for w, lm in zip(self.weights, self.level_mean, strict=True)]
+            terms = self.bound_terms()
             acc = np.asarray(terms[0], np.float64)
             for t in terms[1:]:
                 acc = acc[..., None] + np.asarray(t, np.float64)  # ((t0 + t1) + t2) ...: bound()'s order

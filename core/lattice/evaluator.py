@@ -130,17 +130,20 @@ class NodeEvaluator:
         """Number of distinct nodes evaluated so far."""
         return len(self.cache)
 
+    def bound_terms(self) -> list[list[float]]:
+        """Per attribute and level, the bound's term ``weight * level_mean`` as a Python float."""
+        if self._bound_terms is None:
+            pairs = zip(self.weights, self.level_mean, strict=True)
+            self._bound_terms = [[float(w * x) for x in lm] for w, lm in pairs]
+        return self._bound_terms
+
     def bound(self, levels: tuple[int, ...]) -> float:
         """Generalization loss of a node: a lower bound of its loss, in O(d).
 
         Sums the per-attribute terms ``weight * level_mean`` (precomputed as Python floats, so the
         sum is the same float as summing the numpy products in attribute order)."""
-        terms = self._bound_terms
-        if terms is None:
-            terms = self._bound_terms = [[float(w * x) for x in lm] for w, lm in zip(self.weights, self.level_mean,
-                                                                                      strict=True)]
         total = 0.0
-        for t, lv in zip(terms, levels, strict=True):
+        for t, lv in zip(self.bound_terms(), levels, strict=True):
             total += t[lv]
         return total
 
