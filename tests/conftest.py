@@ -78,6 +78,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a ``slow`` test first, each file's tests in their own order, the rest after them.
+
+    ``--dist loadfile`` hands out whole files in collection order; a minutes-long file handed out last
+    (tests/test_readme_tour.py is collected after tests/stream) runs while the other worker has nothing
+    left, so the long files go first and the short ones fill in at the end (longest first)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort: the order within each group stays
+
+
 @pytest.fixture(autouse=True)
 def _no_kafka_client_outlives_its_test() -> Iterator[None]:
     """A kafka-python client's IO thread started by a test ends with it (waited on, up to 30 s).
