@@ -1,7 +1,8 @@
 """Shared fixtures: paths to the benchmark data beside the repo, and bundled specs; the test processes'
 cache folder.
 
-The suite runs in parallel (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml): every worker
+The suite runs in parallel (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml; auto is one worker
+per core and one more, :func:`pytest_xdist_auto_num_workers`): every worker
 is a process of its own, with its own PostgreSQL cluster and broker (:mod:`stream.testing.services`),
 its own ``tmp_path`` tree and its own cache folder (:func:`pytest_configure`). The tests of one file
 run on one worker, so a fixture a module builds once (a generated window, a data sample, a whole
@@ -76,6 +77,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
 
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker more than the cores this process may use.
+
+    Most of a stream test's time is spent waiting on the processes it started (a worker subprocess, the
+    broker, PostgreSQL), not computing: with one worker per core the suite kept about 1.2 of 2 cores busy.
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # xdist's own hook reads it
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a ``slow`` test first, each file's tests in their own order, the rest after them.
+
+    ``--dist loadfile`` hands out whole files in collection order; a minutes-long file handed out last
+    (tests/test_readme_tour.py is collected after tests/stream) runs while the other worker has nothing
+    left, so the long files go first and the short ones fill in at the end (longest first)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # a stable sort: the order within each group stays
 
 
 @pytest.fixture(autouse=True)

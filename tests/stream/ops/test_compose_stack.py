@@ -147,7 +147,7 @@ class Stack:
             proc = self.procs.get(name, [None])[replica] if name in self.procs else None
             assert proc is None or proc.poll() is None, f"{name} exited with {proc.returncode}: {self.log(name)}"
             assert time.monotonic() < deadline, f"{name} unhealthy: {done.stderr[-500:]!r} {self.log(name)}"
-            time.sleep(1.0)
+            time.sleep(0.25)  # a check is a short process: poll often, compose's interval is not what is tested
 
     def one_shot(self, name: str, on_output: Any = None) -> subprocess.CompletedProcess[str]:
         """A job run to completion, restarted on failure as its `restart: on-failure:N` says."""

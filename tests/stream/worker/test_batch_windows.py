@@ -54,6 +54,7 @@ def released_sizes(sc: Scenario) -> list[int]:
         return sorted(s.execute(select(Release.released)).scalars())
 
 
+@pytest.mark.slow
 def test_a_shuffled_export_comes_out_in_releases_worth_publishing(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
     sc = Scenario(kafka, pg, tmp_path, idle_timeout_s=3600.0, max_suppression=0.0)
     floor = sc.settings.windows.release_floor(sc.settings.privacy.k)
