@@ -100,6 +100,20 @@ class Scenario:
             time.sleep(0.3)
         raise AssertionError(f"condition not met within {timeout}s\n{self.logs()[-3000:]}")
 
+    def read_dlq(self, timeout: float = 60.0) -> list[Any]:
+        """The dead-letter topic once it holds every dead letter the ledger counts: the worker counts one
+        in the ledger just before it sends it, so a settled ledger may be a send ahead of the topic."""
+        expected = self.accounting().get("dlq", 0)
+        out: list[Any] = []
+
+        def complete() -> bool:
+            nonlocal out
+            out = self.read_topic(self.settings.topic_dlq)
+            return len(out) >= expected
+
+        self.wait_for(complete, timeout)
+        return out
+
     def read_topic(self, topic: str, idle_s: float = 1.5) -> list[Any]:
         """Every message on ``topic`` up to the end offsets it has when called (read to them, not until some
         seconds of silence). ``idle_s`` of empty polls ends the read early only where the broker reports

@@ -54,7 +54,7 @@ def poisoned(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
     sc.start_worker()
     acc = sc.wait_settled(timeout=150)
     _asm, releases = sc.releases()
-    dlq = sc.read_topic(sc.settings.topic_dlq)
+    dlq = sc.read_dlq()
     yield {"sc": sc, "acc": acc, "releases": releases, "dlq": dlq, "reports": reports, "poison": poison,
            "arbitrary": arbitrary}
     sc.close()

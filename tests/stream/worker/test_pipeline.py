@@ -44,7 +44,7 @@ def day_run(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
     sc.push({"S1": again, "S3": corrected})
     acc2 = sc.wait_settled(timeout=60)
     asm2, releases2 = sc.releases()
-    dlq = sc.read_topic(sc.settings.topic_dlq)
+    dlq = sc.read_dlq()
     yield {"sc": sc, "reports": reports, "bad": bad, "acc1": acc1, "acc2": acc2, "releases1": releases1,
            "releases2": releases2, "asm2": asm2, "dlq": dlq}
     sc.close()
