@@ -120,6 +120,9 @@ class Engine(ABC, Generic[P]):
     needs: ClassVar[tuple[str, ...]] = ()
     """What the spec must give the engine besides quasi-identifiers: ``"sensitive"`` (a sensitive
     attribute), ``"severity"`` (a severity table on it). ``spec check --engine`` reports what is missing."""
+    searches_lattice: ClassVar[bool] = False
+    """The engine evaluates full-domain lattice nodes (core/lattice): a long-lived process loads the
+    lattice kernels for it while warming up (:func:`core.engines.warmup.warm_up`)."""
 
     @abstractmethod
     def anonymize(self, batch: EncodedBatch, params: P, rng: np.random.Generator,

@@ -27,8 +27,6 @@ log = logging.getLogger(__name__)
 _WARM_CAPS: dict[str, float | int] = {"time_limit": 0.2, "max_iterations": 1, "iterations": 1, "passes": 1,
                                       "max_evaluations": 20, "generations": 1}
 _SAMPLE_ROWS = 256
-# Engine families that search the full-domain lattice (core/lattice), whose kernels warm up apart.
-_LATTICE_FAMILIES = ("core.engines.fulldomain", "core.engines.kgen", "core.engines.pbg")
 
 
 def warm_params(params: EngineParams) -> EngineParams:
@@ -52,7 +50,7 @@ def warm_up(engine: Engine, batch: EncodedBatch, params: EngineParams, long_live
     its work grows past what numpy does as fast (core/lattice/backend.py).
     """
     started = time.perf_counter()
-    if long_lived and type(engine).__module__.startswith(_LATTICE_FAMILIES):
+    if long_lived and engine.searches_lattice:
         warm_lattice_kernels()
     rows = np.arange(min(batch.n, max(_SAMPLE_ROWS, 4 * getattr(params, "k", 1))))
     try:
@@ -89,7 +87,7 @@ def warm_up_all(names: list[str] | None = None) -> dict[str, float]:
     out: dict[str, float] = {}
     for name in names or engine_names():
         engine = get_engine(name)
-        if type(engine).__module__.startswith(_LATTICE_FAMILIES) and "lattice kernels" not in out:
+        if engine.searches_lattice and "lattice kernels" not in out:
             out["lattice kernels"] = warm_lattice_kernels(batch)
         values: dict[str, object] = {"k": 2}
         if "l" in engine.models and name.startswith("cg-diverse"):

@@ -35,6 +35,15 @@ def _probe(slot_key: np.ndarray, slot_cls: np.ndarray, mask: int, key: int, n: i
         h = (h + 1) & mask
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_key(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, j: int) -> int:  # pragma: no cover
+    """Distinct row ``j``'s combined class key at ``levels`` (see :func:`group_rows`)."""
+    key = 0
+    for a in range(codes.shape[0]):
+        key += codes[a, levels[a], j] * radix[a]
+    return key
+
+
 @njit(cache=True, nogil=True)
 def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray,
                counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
@@ -44,16 +53,13 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray,
     ``radix[a]`` is the multiplier of QI a in the combined key (product of earlier code counts;
     the caller guarantees the key fits int64). Returns (class id per row, sizes per class).
     """
-    d, _, m = codes.shape
+    m = codes.shape[2]
     slot_key, slot_cls, mask = _hash_table(m)
     cls = np.empty(m, np.int64)
     sizes = np.zeros(m, np.int64)
     n_cls = 0
     for j in range(m):
-        key = 0
-        for a in range(d):
-            key += codes[a, levels[a], j] * radix[a]
-        c = _probe(slot_key, slot_cls, mask, key, n_cls)
+        c = _probe(slot_key, slot_cls, mask, _row_key(codes, levels, radix, j), n_cls)
         if c == n_cls:
             n_cls += 1
         cls[j] = c
@@ -162,41 +168,25 @@ def evaluate_k(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray, space: 
     at least ``need`` rows, nothing more is known.
     """
     d, _, m = codes.shape
-    dense = space <= 4 * m + 1024
+    dense = space <= 4 * m + 1024  # class id = key; else ids from a hash table
+    slot_key, slot_cls, mask = _hash_table(1 if dense else m)
+    n_cls = space if dense else 0
+    sizes = np.zeros(space if dense else m, np.int64)
+    rep = np.full(len(sizes), -1, np.int64)  # first row of each class
     sure = 0
-    if dense:
-        sizes = np.zeros(space, np.int64)
-        rep = np.full(space, -1, np.int64)
-        for j in range(m):
-            key = 0
-            for a in range(d):
-                key += codes[a, levels[a], j] * radix[a]
-            if rep[key] < 0:
-                rep[key] = j
-            sizes[key] += counts[j]
-            if need > 0 and sizes[key] >= k:
-                sure += sizes[key] if sizes[key] - counts[j] < k else counts[j]
-                if sure >= need:
-                    return -1, np.zeros((0, 0), np.int64), 0, 0
-        n_cls = space
-    else:
-        slot_key, slot_cls, mask = _hash_table(m)
-        sizes = np.zeros(m, np.int64)
-        rep = np.empty(m, np.int64)
-        n_cls = 0
-        for j in range(m):
-            key = 0
-            for a in range(d):
-                key += codes[a, levels[a], j] * radix[a]
-            c = _probe(slot_key, slot_cls, mask, key, n_cls)
+    for j in range(m):
+        c = _row_key(codes, levels, radix, j)
+        if not dense:
+            c = _probe(slot_key, slot_cls, mask, c, n_cls)
             if c == n_cls:
-                rep[c] = j
                 n_cls += 1
-            sizes[c] += counts[j]
-            if need > 0 and sizes[c] >= k:
-                sure += sizes[c] if sizes[c] - counts[j] < k else counts[j]
-                if sure >= need:
-                    return -1, np.zeros((0, 0), np.int64), 0, 0
+        if rep[c] < 0:
+            rep[c] = j
+        sizes[c] += counts[j]
+        if need > 0 and sizes[c] >= k:
+            sure += sizes[c] if sizes[c] - counts[j] < k else counts[j]
+            if sure >= need:
+                return -1, np.zeros((0, 0), np.int64), 0, 0
     rows = 0
     out = np.zeros((d, width), np.int64)
     kept = 0

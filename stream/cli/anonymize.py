@@ -115,7 +115,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     risk = batch_risk(schema, frame, release, args.threshold)
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
     table = typed_columns(release.rows, schema)
-    release = typed = dataclasses.replace(release, rows=table)  # its labels are the engine's: drop the first copy
+    release = dataclasses.replace(release, rows=table)  # the typed table holds the labels: drop the first copy
     utility = utility_report(schema, frame, table)  # the data owner's file: the full figures
     del frame  # the input is not needed any more
     codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False,
@@ -124,9 +124,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     stages["report_s"], mark = time.perf_counter() - mark, time.perf_counter()
     peaks["report"] = _peak_mib()
     keys = [*schema.qi_names, *([schema.sensitive] if schema.sensitive else []), *schema.spec.passthrough]
-    positions, order, ids = batch_history.publication(args, typed, out_cols, history, keys)
+    positions, order, ids = batch_history.publication(args, release, out_cols, history, keys)
     published = batch_history.published_rows(table, positions) if history is not None else None
-    recorded = batch_history.record(args, history, typed, report, published, out_cols)  # before --out
+    recorded = batch_history.record(args, history, release, report, published, out_cols)  # before --out
     del published
     if args.out:
         from stream.io.csvout import write_csv

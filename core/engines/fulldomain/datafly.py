@@ -21,6 +21,7 @@ from core.lattice import NodeEvaluator
 
 class DataflyEngine(Engine[EngineParams]):
     name = "datafly"
+    searches_lattice = True
     summary = "Sweeney's greedy Datafly: generalize the QI with most distinct values until k holds"
     paper = "Sweeney 1998 (Datafly)"
     Params = EngineParams

@@ -42,6 +42,7 @@ def evaluate_all(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
 
 class ExhaustiveEngine(Engine[ExhaustiveParams]):
     name = "exhaustive"
+    searches_lattice = True
     summary = "brute force over every lattice node (small lattices, tests, reference fronts)"
     Params = ExhaustiveParams
 

@@ -56,6 +56,7 @@ from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 from core.lattice.direct import DirectEvaluator
+from core.lattice.tables import combined_classes
 from core.metrics import summarize
 from core.privacy import PrivacyRequirement, achieved
 
@@ -152,6 +153,7 @@ def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight
 
 class LocalRecodeEngine(Engine[LocalRecodeParams]):
     name = "local-recode"
+    searches_lattice = True
     summary = "iterative local recoding: the optimal full-domain node, then the left-over rows again (ARX-style)"
     paper = "ARX iterative local recoding (optimizeIterativeFast); Prasser et al. 2016"
     Params = LocalRecodeParams
@@ -246,11 +248,6 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
 
 def _tuple_ids(frame: pd.DataFrame) -> np.ndarray:
     """Id of each row's tuple of values, in order of first appearance (one factorization per column)."""
-    key, radix = np.zeros(len(frame), np.int64), 1
-    for col in frame.columns:
-        codes, uniq = pd.factorize(frame[col])
-        if radix * max(len(uniq), 1) >= 2**62:
-            return pd.MultiIndex.from_frame(frame).factorize()[0].astype(np.int64)
-        key += codes.astype(np.int64) * radix
-        radix *= max(len(uniq), 1)
-    return pd.factorize(key)[0].astype(np.int64)
+    columns = [pd.factorize(frame[col]) for col in frame.columns]
+    cls, _ = combined_classes([codes for codes, _ in columns], [max(len(u), 1) for _, u in columns], len(frame))
+    return pd.factorize(cls)[0].astype(np.int64)

@@ -223,6 +223,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
 
 class OptimalEngine(Engine[OptimalParams]):
     name = "optimal"
+    searches_lattice = True
     summary = "globally optimal full-domain generalization (best-first branch and bound on the lattice)"
     paper = "Kohlmayer et al. 2012 (Flash), El Emam et al. 2009 (OLA); ground truth for the other engines"
     Params = OptimalParams

@@ -46,6 +46,7 @@ class RandomSearchParams(EngineParams):
 
 class RandomSearchEngine(Engine[RandomSearchParams]):
     name = "random"
+    searches_lattice = True
     summary = "random lattice search under an evaluation budget (the KGEN paper's baseline)"
     paper = "De Pascale et al. 2022 (KGEN), random-search baseline"
     Params = RandomSearchParams

@@ -160,6 +160,7 @@ class GeneticSearch:
 
 class KgenEngine(Engine[KgenParams]):
     name = "kgen"
+    searches_lattice = True
     summary = "KGEN genetic algorithm over the generalization lattice (near-optimal, for many QIs)"
     paper = "De Pascale et al. 2022, KGEN: real-world k-anonymity applications (genetic algorithm)"
     Params = KgenParams

@@ -133,6 +133,7 @@ def front_rows(front: list[Indices], names: list[str], selected: int | None) -> 
 
 class PBGEAEngine(Engine[PBGParams]):
     name = "pbg-ea"
+    searches_lattice = True
     summary = "Pareto front of privacy/utility indices (k, l, S_k, S_l, GLM, CM) by evolutionary search"
     paper = "Dewri et al. 2010, On the Identification of Property Based Generalizations (PBG-EA)"
     Params = PBGParams
