@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from stream.cli.main import cache_dir
+from stream.ops.kernel_cache import cache_dir
 
 ENGINES_HELP = """\
 List every engine with what it guarantees, its paper and the parameters it accepts.

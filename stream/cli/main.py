@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
+
+from stream.ops.kernel_cache import use_kernel_cache
 
 # command -> (module exposing ``register(subparsers)``, one-line help). Handlers are stored with
 # ``set_defaults(func=...)`` by the module; the help line here is what ``anonstream --help`` shows.
@@ -46,32 +47,6 @@ Common tasks:
   anonstream risk IN.csv --spec adult --sampling-fraction 0.01   re-identification risk before anonymizing
   anonstream warmup                       compile the engines' kernels once after installing
 """
-
-
-def cache_dir() -> str:
-    """The user's cache folder for anonstream (``ANONSTREAM_CACHE_DIR``, else XDG / ~/.cache)."""
-    explicit = os.environ.get("ANONSTREAM_CACHE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "anonstream")
-
-
-def use_kernel_cache() -> None:
-    """Point numba's on-disk kernel cache at a writable user folder unless the user chose one.
-
-    numba would otherwise write next to the installed sources (impossible in a read-only install)
-    or into its own folder; one known place lets ``anonstream warmup`` fill it once after installing.
-    """
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    path = os.path.join(cache_dir(), "numba")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
-        return  # unwritable home: numba's own fallback applies
-    if os.access(path, os.W_OK):
-        os.environ["NUMBA_CACHE_DIR"] = path
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from stream.cli.engines import cached_listing
+from stream.ops.kernel_cache import warm_marker
 
 WARMUP_HELP = """\
 Compile (after an install or upgrade) or load every engine's numba kernels once, so no engine
@@ -25,6 +26,10 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     for name, seconds in times.items():
         print(f"{name:<12} {seconds:6.2f}s")
     cached_listing(refresh=True)
+    marker = warm_marker()
+    if marker is not None and not args.engine:  # every engine: later processes of these sources compile nothing
+        with open(marker, "w") as handle:
+            handle.write("".join(f"{name} {seconds:.2f}\n" for name, seconds in times.items()))
     print(f"kernels ready in {time.perf_counter() - started:.1f}s "
           f"(cache: {os.environ.get('NUMBA_CACHE_DIR') or 'numba default'})")
     return 0

@@ -31,8 +31,9 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!--
 
 ENV_ONLY: list[tuple[str, str, str]] = [
     ("ANONSTREAM_CACHE_DIR", "$XDG_CACHE_HOME/anonstream, else ~/.cache/anonstream",
-     "where `anonstream` keeps the engines' compiled kernels (numba, unless NUMBA_CACHE_DIR is set) and the "
-     "`engines` listing (stream/cli/main.py)"),
+     "where `anonstream` keeps the engines' compiled kernels (numba, unless NUMBA_CACHE_DIR is set; keyed by "
+     "their source, so a fresh clone of the same code reuses them) and the `engines` listing "
+     "(stream/ops/kernel_cache.py)"),
     ("ANONSTREAM_CLIENT_LOG_LEVEL", "warning",
      "log level of the Kafka client libraries: info lowers them to INFO, never to DEBUG (stream/ops/logs.py)"),
 ]
