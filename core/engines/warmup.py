@@ -23,20 +23,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Budget-like parameters and the value a warm-up uses (only lowered, never raised; None/0 = unlimited).
-_WARM_CAPS: dict[str, float | int] = {"time_limit": 0.2, "max_iterations": 1, "iterations": 1, "passes": 1,
-                                      "max_evaluations": 20, "generations": 1}
+# Work budgets and the value a warm-up uses (only lowered, never raised; None/0 = unlimited).
+_WARM_CAPS: dict[str, int] = {"max_iterations": 1, "iterations": 1, "passes": 1, "max_evaluations": 20,
+                              "generations": 1}
 _SAMPLE_ROWS = 256
 
 
 def warm_params(params: EngineParams) -> EngineParams:
-    """``params`` with every budget-like field cut to the warm-up cap."""
+    """``params`` with every work budget cut to the warm-up cap and no wall-clock cap.
+
+    A warm-up is bounded by work only: a wall-clock cap stopped a warm-up on a fresh install while it
+    was compiling the first kernels, before it reached the others (ILS's 2-opt search was left to
+    compile inside the first real run). Every engine with a ``time_limit`` also has a work budget."""
     update: dict[str, float | int] = {}
     for name, cap in _WARM_CAPS.items():
         if name in type(params).model_fields:
             current = getattr(params, name)
             if current is None or current == 0 or current > cap:
                 update[name] = cap
+    if "time_limit" in type(params).model_fields:
+        update["time_limit"] = 0
     return params.model_copy(update=update)
 
 

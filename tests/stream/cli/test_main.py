@@ -51,13 +51,15 @@ def test_engines_listing_is_typeable_and_cached(tmp_path):
     assert second.stdout.rsplit("HEAVY", 1)[1].split() == ["[]", "0"]  # served from the cache
 
 
-def test_warm_params_cut_every_budget():
+def test_warm_params_cut_every_work_budget_and_lift_the_wall_clock_cap():
     for name in engine_names():
         params = warm_params(make_params(name, {}))
         for field, cap in _WARM_CAPS.items():
             if field in type(params).model_fields:
                 value = getattr(params, field)
                 assert value is not None and 0 < value <= cap, (name, field, value)
+        if "time_limit" in type(params).model_fields:  # bounded by work alone: a cold compile cannot cut it short
+            assert params.time_limit == 0 and any(f in type(params).model_fields for f in _WARM_CAPS), name
 
 
 def test_warm_up_runs_on_a_slice_and_leaves_results_unchanged():
