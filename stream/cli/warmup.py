@@ -35,12 +35,6 @@ def families(names: list[str]) -> list[list[str]]:
     return sorted(groups.values(), key=len, reverse=True)
 
 
-def _warm_group(names: list[str]) -> dict[str, float]:
-    from core.engines.warmup import warm_up_all
-
-    return warm_up_all(names)
-
-
 def warm_in_parallel(names: list[str], jobs: int) -> dict[str, float]:
     """Warm every family of ``names`` up in up to ``jobs`` processes (numba compiles on one core per
     process); engines of one family share kernels, so a family is never split across processes."""
@@ -51,7 +45,7 @@ def warm_in_parallel(names: list[str], jobs: int) -> dict[str, float]:
         done = [warm_up_all(names)]
     else:
         with ProcessPoolExecutor(min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            done = list(pool.map(_warm_group, groups))
+            done = list(pool.map(warm_up_all, groups))
     times: dict[str, float] = {}
     for result in done:  # a family that searches the lattice reports loading its kernels too: the first says it
         for key, value in result.items():

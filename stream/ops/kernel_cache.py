@@ -8,6 +8,7 @@ after installing serves every later process, a fresh clone of the same code incl
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 
@@ -50,24 +51,29 @@ def use_kernel_cache() -> None:
     os.environ.update(kernel_cache_environment(os.environ))
 
 
+def digest_sources(root: str, recursive: bool, salt: str = "") -> str:
+    """A digest of ``salt`` and the paths (relative to ``root``) and bytes of every ``.py`` file in ``root``
+    (and its sub-folders when ``recursive``)."""
+    digest = hashlib.sha256(salt.encode())
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(dirs) if recursive else []  # os.walk visits them in this order
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, "rb") as handle:
+                digest.update(os.path.relpath(path, root).encode() + b"\0" + handle.read() + b"\0")
+    return digest.hexdigest()[:20]
+
+
 def sources_digest() -> str:
     """A digest of every module of ``core`` (where the kernels live), numba's version and Python's."""
-    import hashlib
     import importlib.metadata
     import importlib.util
     import sys
 
     spec = importlib.util.find_spec("core")
-    root = next(iter(spec.submodule_search_locations or [])) if spec else None
-    digest = hashlib.sha256(f"{sys.version_info[:2]} numba {importlib.metadata.version('numba')}".encode())
-    if root is not None:
-        for folder, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(f for f in files if f.endswith(".py")):
-                path = os.path.join(folder, name)
-                with open(path, "rb") as handle:
-                    digest.update(os.path.relpath(path, root).encode() + b"\0" + handle.read() + b"\0")
-    return digest.hexdigest()[:20]
+    salt = f"{sys.version_info[:2]} numba {importlib.metadata.version('numba')}"
+    root = next(iter(spec.submodule_search_locations or []), None) if spec else None
+    return digest_sources(root, recursive=True, salt=salt) if root else salt
 
 
 def warm_marker(environ: Mapping[str, str] = os.environ) -> str | None:

@@ -13,19 +13,20 @@ digest of every module in the kernel's folder (an engine family, or ``core/latti
 
 numba imports this module itself, by the name ``stream.ops.kernel_cache`` puts in
 ``NUMBA_CACHE_LOCATOR_CLASSES`` beside ``NUMBA_CACHE_DIR``; kernels of other packages keep numba's own
-locators. A numba without that setting ignores it and keys by path, as before. This module imports
-nothing of ours.
+locators. A numba without that setting ignores it and keys by path, as before. Of ours, this module
+imports only the standard-library ``stream.ops.kernel_cache``.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from typing import Any
 
 from numba.core import config
 from numba.core.caching import UserProvidedCacheLocator
+
+from stream.ops.kernel_cache import digest_sources
 
 # Packages whose kernels are keyed by source (the engines, the lattice and the privacy models all live in core).
 PACKAGES = ("core.",)
@@ -33,13 +34,8 @@ PACKAGES = ("core.",)
 
 @functools.cache
 def folder_digest(folder: str) -> str:
-    """A digest of the names and bytes of every ``.py`` file directly in ``folder``."""
-    digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as handle:
-                digest.update(name.encode() + b"\0" + handle.read() + b"\0")
-    return digest.hexdigest()[:20]
+    """A digest of every ``.py`` file directly in ``folder`` (a kernel's engine family, or ``core/lattice``)."""
+    return digest_sources(folder, recursive=False)
 
 
 class SourceKeyedLocator(UserProvidedCacheLocator):  # type: ignore[misc]  # numba is untyped

@@ -39,6 +39,7 @@ from typing import Any
 
 from db.models import Window
 from stream.config.settings import Settings
+from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
 from stream.worker.release import Orchestrator
 
@@ -83,23 +84,13 @@ def _exit_with_parent(parent: int) -> None:
         if handle is not None:
             select.select([handle], [], [])
         else:
-            while _alive(parent):
+            while pid_alive(parent):
                 time.sleep(1.0)
         os._exit(0)
 
-    if handle is None and not _alive(parent):
+    if handle is None and not pid_alive(parent):
         os._exit(0)
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _child_warm_up(rows: list[dict[str, Any]]) -> float | None:
