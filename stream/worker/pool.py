@@ -14,12 +14,6 @@ publishes them. A child signals verification through a queue, so the release slo
 same point as with threads. A child that dies leaves its window claimed in the database (it is
 retried after ``CLAIM_TIMEOUT_S``, as for a crashed worker) and the pool is rebuilt; a worker that
 dies takes its release processes with it.
-
-The children are forked from a fork server (``multiprocessing``'s ``forkserver``: a clean process,
-started without the worker's threads, that imports this module once, with pandas, SQLAlchemy,
-numba and the engines). Spawned children each imported all of that again: about 2 s of CPU per
-release process, at every start and at every rebuild; a forked child starts in milliseconds and
-shares the imported code with its siblings.
 """
 
 from __future__ import annotations
@@ -28,7 +22,6 @@ import asyncio
 import logging
 import multiprocessing
 import os
-import select
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +32,6 @@ from typing import Any
 
 from db.models import Window
 from stream.config.settings import Settings
-from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
 from stream.worker.release import Orchestrator
 
@@ -66,30 +58,20 @@ def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, lo
 
 def _exit_with_parent(parent: int) -> None:
     """A worker killed hard (SIGKILL, ``os._exit``) never shuts its pool down: its release processes
-    notice that it ended and exit (an open ledger transaction rolls back; the window stays claimed and
-    is retried after the claim timeout).
+    notice within a second that they were re-parented and exit (an open ledger transaction rolls
+    back; the window stays claimed and is retried after the claim timeout).
 
-    ``parent`` is the worker's pid as the worker saw it (a forked child's parent is the fork server,
-    which outlives the worker as long as a child holds its pipe). On Linux a pidfd of the worker
-    becomes readable the moment it ends, zombie or not; elsewhere its pid is polled every second. A
-    worker that died before this point, while the child was starting, is caught here too."""
-    try:
-        handle = os.pidfd_open(parent) if hasattr(os, "pidfd_open") else None
-    except ProcessLookupError:
+    ``parent`` is the worker's pid as the worker saw it, not ``os.getppid()`` read here: a worker
+    that dies during start-up, while a spawned child is still importing, would otherwise leave a
+    child that took its new parent (init) for its worker and never exited."""
+    if os.getppid() != parent:
         os._exit(0)
-    except OSError:  # no pidfd support in this kernel: poll
-        handle = None
 
     def watch() -> None:
-        if handle is not None:
-            select.select([handle], [], [])
-        else:
-            while pid_alive(parent):
-                time.sleep(1.0)
+        while os.getppid() == parent:
+            time.sleep(1.0)
         os._exit(0)
 
-    if handle is None and not pid_alive(parent):
-        os._exit(0)
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
@@ -114,8 +96,7 @@ class ReleasePool:
 
     def __init__(self, settings: Settings, worker: str, processes: int) -> None:
         self.settings, self.worker, self.processes = settings, worker, processes
-        self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload([__name__])  # the server imports this module (and so the engines) once
+        self._ctx = multiprocessing.get_context("spawn")
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._executor: ProcessPoolExecutor | None = None
