@@ -27,6 +27,7 @@ def crash_at(point: str, configured: str | None) -> None:
     log.critical("fault point %s: killing the worker (testing)", point)
     for handler in logging.getLogger().handlers:
         handler.flush()
-    if multiprocessing.parent_process() is not None:  # a release process: its parent is the worker
-        os.kill(os.getppid(), signal.SIGKILL)
+    worker = multiprocessing.parent_process()
+    if worker is not None and worker.pid is not None:  # a release process (forked by the fork server): the worker
+        os.kill(worker.pid, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)

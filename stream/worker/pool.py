@@ -6,7 +6,7 @@ all need the one GIL of the worker process; only the numba kernels and the datab
 it. Measured on 2 cores with releases in threads, the worker process averaged about one core while
 the machine had idle capacity, and ingest slowed down whenever a window was being released.
 
-:class:`ReleasePool` runs :meth:`Orchestrator.release_window` in ``RELEASE_CONCURRENCY`` spawned
+:class:`ReleasePool` runs :meth:`Orchestrator.release_window` in ``RELEASE_CONCURRENCY`` child
 processes, each with its own database connection and orchestrator. The parent claims the window
 (so the scheduling is unchanged), the child samples, anonymizes, verifies and writes the ledger
 exactly as the thread did, and hands back the release id with the encoded messages; the parent
@@ -14,6 +14,13 @@ publishes them. A child signals verification through a queue, so the release slo
 same point as with threads. A child that dies leaves its window claimed in the database (it is
 retried after ``CLAIM_TIMEOUT_S``, as for a crashed worker) and the pool is rebuilt; a worker that
 dies takes its release processes with it.
+
+The children are forked from a fork server (``multiprocessing``'s ``forkserver``: a clean process,
+started without the worker's threads, that imports this module once, with pandas, SQLAlchemy,
+numba and the engines). Spawned children each imported all of that again: about 2 s of CPU per
+release process, at every start and at every rebuild; a forked child starts in milliseconds and
+shares the imported code with its siblings. A child is started from a thread, never on the
+worker's event loop: the fork server's first start takes seconds, and ingest must not wait for it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +40,7 @@ from typing import Any
 
 from db.models import Window
 from stream.config.settings import Settings
+from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
 from stream.worker.release import Orchestrator
 
@@ -58,20 +67,30 @@ def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, lo
 
 def _exit_with_parent(parent: int) -> None:
     """A worker killed hard (SIGKILL, ``os._exit``) never shuts its pool down: its release processes
-    notice within a second that they were re-parented and exit (an open ledger transaction rolls
-    back; the window stays claimed and is retried after the claim timeout).
+    notice that it ended and exit (an open ledger transaction rolls back; the window stays claimed and
+    is retried after the claim timeout).
 
-    ``parent`` is the worker's pid as the worker saw it, not ``os.getppid()`` read here: a worker
-    that dies during start-up, while a spawned child is still importing, would otherwise leave a
-    child that took its new parent (init) for its worker and never exited."""
-    if os.getppid() != parent:
+    ``parent`` is the worker's pid as the worker saw it (a forked child's parent is the fork server,
+    which outlives the worker as long as a child holds its pipe). On Linux a pidfd of the worker
+    becomes readable the moment it ends, zombie or not; elsewhere its pid is polled every second. A
+    worker that died before this point, while the child was starting, is caught here too."""
+    try:
+        handle = os.pidfd_open(parent) if hasattr(os, "pidfd_open") else None
+    except ProcessLookupError:
         os._exit(0)
+    except OSError:  # no pidfd support in this kernel: poll
+        handle = None
 
     def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
+        if handle is not None:
+            select.select([handle], [], [])
+        else:
+            while pid_alive(parent):
+                time.sleep(1.0)
         os._exit(0)
 
+    if handle is None and not pid_alive(parent):
+        os._exit(0)
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
@@ -92,17 +111,23 @@ def _child_release(window_id: str, now: datetime) -> tuple[str | None, Encoded |
 
 # --- the parent side --------------------------------------------------------------------------------
 class ReleasePool:
-    """``processes`` spawned children that release windows; see the module docstring."""
+    """``processes`` child processes that release windows; see the module docstring."""
 
     def __init__(self, settings: Settings, worker: str, processes: int) -> None:
         self.settings, self.worker, self.processes = settings, worker, processes
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload([__name__])  # the server imports this module (and so the engines) once
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
+        self._pool_lock = threading.Lock()  # the pool is built and rebuilt from threads (see _submit)
         self._executor: ProcessPoolExecutor | None = None
         self._verified: Any = None  # queue and reader thread start with the first child
 
     def _pool(self) -> ProcessPoolExecutor:
+        with self._pool_lock:
+            return self._pool_locked()
+
+    def _pool_locked(self) -> ProcessPoolExecutor:
         if self._verified is None:
             self._verified = self._ctx.Queue()
             threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True).start()
@@ -113,6 +138,14 @@ class ReleasePool:
                 initargs=(self.settings, self.worker, self._verified, barrier, logging.getLogger().level,
                           os.getpid()))
         return self._executor
+
+    async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` in a child. ``ProcessPoolExecutor.submit`` starts a child when none is idle,
+        and starting one waits for the fork server (its first start imports the engines: seconds on a
+        loaded machine), so the submission is made from a thread: the worker's event loop, and with it
+        ingest, never waits for a child to start."""
+        future = await asyncio.to_thread(lambda: self._pool().submit(fn, *args))
+        return await asyncio.wrap_future(future)
 
     def _read_verified(self) -> None:
         while True:
@@ -126,10 +159,8 @@ class ReleasePool:
 
     async def warm_up(self, rows: list[dict[str, Any]]) -> None:
         """Run the engine once in every child (the numba kernels load there, not in the first window)."""
-        loop = asyncio.get_running_loop()
-        pool = self._pool()
-        done = await asyncio.gather(*(loop.run_in_executor(pool, _child_warm_up, rows)
-                                      for _ in range(self.processes)), return_exceptions=True)
+        done = await asyncio.gather(*(self._submit(_child_warm_up, rows) for _ in range(self.processes)),
+                                    return_exceptions=True)
         times = [t for t in done if isinstance(t, float)]
         if times:
             log.info("engine warmed up in %d of %d release processes (%.2fs at most)", len(times), self.processes,
@@ -139,11 +170,11 @@ class ReleasePool:
                       on_verified: Callable[[], None]) -> tuple[str | None, Encoded | None]:
         """Release a claimed window in a child; ``on_verified`` runs (in a thread) once it is verified."""
         window_id = window.id
-        loop = asyncio.get_running_loop()
         with self._lock:
             self._callbacks[window_id] = on_verified
         try:
-            return await loop.run_in_executor(self._pool(), _child_release, window_id, now)
+            result: tuple[str | None, Encoded | None] = await self._submit(_child_release, window_id, now)
+            return result
         except BrokenProcessPool:
             log.error("a release process died while releasing window %s; restarting the release processes",
                       window_id, extra=ctx(window=window_id))
@@ -160,7 +191,8 @@ class ReleasePool:
         return [p for p in list(procs) if isinstance(p, int)]
 
     def _restart(self, kill: bool = False) -> None:
-        executor, self._executor = self._executor, None
+        with self._pool_lock:
+            executor, self._executor = self._executor, None
         if executor is not None:
             procs = list((getattr(executor, "_processes", None) or {}).values())
             executor.shutdown(wait=False, cancel_futures=True)

@@ -93,3 +93,33 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_starting_a_child_never_holds_up_the_event_loop(tmp_path: Path) -> None:
+    """Submitting to the pool may start a child, and a child's start waits for the fork server (seconds
+    on its first start, under load): the submission runs in a thread, so the loop keeps serving
+    (ingest) meanwhile. Here the start is held until the loop has shown it is free."""
+    import threading
+    from concurrent.futures import Future
+
+    release_start = threading.Event()
+
+    class HeldExecutor:
+        def submit(self, fn, *args):  # type: ignore[no-untyped-def]
+            assert release_start.wait(timeout=120), "the loop never ran while a child was starting"
+            done: Future[object] = Future()
+            done.set_result(fn(*args))
+            return done
+
+    pool = ReleasePool(_settings(tmp_path), "w1", 1)
+    pool._pool = lambda: HeldExecutor()  # type: ignore[method-assign,assignment,return-value]
+
+    async def scenario() -> object:
+        submitted = asyncio.ensure_future(pool._submit(abs, -3))
+        for _ in range(20):  # the loop turns over while the child is still starting
+            await asyncio.sleep(0)
+        assert not submitted.done()
+        release_start.set()
+        return await submitted
+
+    assert asyncio.run(scenario()) == 3
