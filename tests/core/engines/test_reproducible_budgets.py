@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -20,6 +19,7 @@ from core.engines.registry import get_engine, make_params
 from core.generators import generate_crime_reports
 from core.verify import verify_release
 from stream.io.specs import load_schema
+from stream.testing.load import busy_core as spinning_core
 
 # Work budgets only: time_limit = 0 turns the wall-clock safety cap off (pbg-ea has none), so the default
 # budgets (sweeps, passes and iterations, generations) are all that stops a run.
@@ -41,14 +41,10 @@ def checksum(rel: Release) -> str:
 
 
 @pytest.fixture
-def busy_core() -> Iterator[subprocess.Popen]:
-    """A process spinning on a core for the duration of the test, killed by its id afterwards."""
-    spinner = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
-    try:
+def busy_core() -> Iterator[subprocess.Popen[bytes]]:
+    """A process spinning on a core for the duration of the test (:func:`stream.testing.load.busy_core`)."""
+    with spinning_core() as spinner:
         yield spinner
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def anonymize(name: str, batch: EncodedBatch) -> Release:

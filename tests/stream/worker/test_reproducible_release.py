@@ -5,8 +5,6 @@ also while another process keeps a core busy."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import migrations
 from db import Database, PoolRepository
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
+from stream.testing.load import busy_core
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
 from stream.wire.records import Manifest
 from stream.worker.release import Orchestrator, window_policy
@@ -57,13 +56,9 @@ def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path, engine) -> None: 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     manifest_a, records_a = release_bytes(tmp_path / "a", engine, reports)
-    spinner = subprocess.Popen([sys.executable, "-c", "while 1: pass"])  # the other core, busy
-    try:
+    with busy_core() as spinner:  # the other core, busy
         manifest_b, records_b = release_bytes(tmp_path / "b", engine, reports)
         assert spinner.poll() is None
-    finally:
-        spinner.kill()
-        spinner.wait()
     assert records_a == records_b
     a, b = json.loads(manifest_a), json.loads(manifest_b)
     for m in (a, b):  # the count tables' noise is fresh in each computation, never seeded (docs/stream.md)
