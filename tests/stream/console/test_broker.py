@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from stream.ops.kafka_clients import open_client
 from tests.stream.console.conftest import Console
 from tests.stream.console.seed import Seeded
 
@@ -38,7 +39,7 @@ def _publish(settings, seeded: Seeded, release_id: str) -> None:  # type: ignore
     from stream.io.specs import load_schema
     from stream.worker.service import WorkerService
 
-    producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers(), acks="all", linger_ms=5)
+    producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers(), acks="all", linger_ms=5)
     service = WorkerService(settings, seeded.db, load_schema(settings.spec), worker="console-test")
 
     async def send(topic: str, key: bytes | None, value: bytes):  # type: ignore[no-untyped-def]
@@ -87,7 +88,7 @@ def test_reverify_detects_missing_and_tampered_records(live, seeded: Seeded, tok
     _manifest, columns, rows = ReleaseRepository(seeded.db).load(rid)
     msgs = record_messages(rid, columns, rows)
     msgs[0]["values"]["age"] = "[0-120]-tampered"  # a record moved into a class of its own
-    producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers(), acks="all")
+    producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers(), acks="all")
     for m in msgs:
         producer.send(settings.topic_anonymized, key=rid.encode(), value=dumps(m))
     producer.flush()
@@ -104,14 +105,14 @@ def test_consumer_lag_and_cli(live, seeded: Seeded, capsys: pytest.CaptureFixtur
     from stream.cli.main import main
 
     settings, c = live
-    producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers(), acks="all")
+    producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers(), acks="all")
     for i in range(10):  # one record per batch: tansu's latest offset is wrong after multi-record batches
         producer.send(settings.topic_reports, key=b"x", value=b"{}", partition=i % 2)
         producer.flush()
     producer.close()
     tp0 = TopicPartition(settings.topic_reports, 0)
-    consumer = KafkaConsumer(bootstrap_servers=settings.bootstrap_servers(), group_id=settings.app_id,
-                             enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=2000)
+    consumer = open_client(KafkaConsumer, bootstrap_servers=settings.bootstrap_servers(), group_id=settings.app_id,
+                           enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=2000)
     consumer.assign([tp0])
     consumer.commit({tp0: OffsetAndMetadata(3, "", -1)})
     consumer.close()

@@ -1,21 +1,25 @@
-"""kafka-python clients that fail to start leave no IO thread behind; every client is built that way."""
+"""kafka-python clients that fail to start leave no IO thread and no socket behind; every client is built
+that way."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import re
+import socket
 import threading
+import time
 import warnings
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import KafkaAdminClient
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from stream.console.kafka import _config
 from stream.ops.broker import EmbeddedBroker
-from stream.ops.kafka_clients import open_client
+from stream.ops.kafka_clients import close_failed_connects, open_client
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -27,16 +31,35 @@ def _io_threads(client_id: str) -> list[str]:
 @pytest.mark.parametrize("cls", [KafkaAdminClient, KafkaConsumer, KafkaProducer])
 def test_a_client_that_cannot_bootstrap_stops_its_io_thread(cls: type) -> None:
     client_id = f"leak-check-{cls.__name__}"
-    # kafka-python itself drops the socket of a refused connection attempt without closing it (its
-    # ResourceWarning comes whenever the garbage collector finds it, at a random point under load);
-    # what this test checks is our part: the IO thread is stopped.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
         with pytest.raises(KafkaError):
             open_client(cls, bootstrap_servers="127.0.0.1:1", client_id=client_id, bootstrap_timeout_ms=500,
                         reconnect_backoff_max_ms=100)
         gc.collect()
     assert _io_threads(client_id) == []
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []  # refused sockets closed
+
+
+def test_a_connect_whose_deadline_passes_closes_its_socket() -> None:
+    """kafka-python 3 left such a socket, connected, for the garbage collector (on a loaded machine the
+    deadline passes while a loopback connect completes): it was reported unclosed in a later test."""
+    from kafka.net.inet import KafkaNetSocket
+
+    close_failed_connects()
+
+    class Stalled:  # the machine stalls until the connect's deadline has passed
+        async def wait_write(self, sock: socket.socket, timeout_at: float) -> None:
+            while time.monotonic() < timeout_at:
+                await asyncio.sleep(0.01)
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        with pytest.raises(KafkaTimeoutError):
+            asyncio.run(KafkaNetSocket().sock_connect(Stalled(), sock, server.getsockname(),
+                                                      timeout_at=time.monotonic() + 0.05))
+        assert sock.fileno() == -1
 
 
 def test_a_client_that_starts_is_returned_whole(kafka: EmbeddedBroker) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from stream.ops.kafka_clients import open_client
 from stream.ops.runtime import spawn_worker, stop_process, wait_until
 
 
@@ -98,8 +99,8 @@ def _read(bootstrap: list[str], topic: str) -> list[tuple[str, dict[str, Any]]]:
     """Every message on ``topic``, read to the end offsets it has now (not until some seconds of silence)."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-                             enable_auto_commit=False, request_timeout_ms=15_000)
+    consumer = open_client(KafkaConsumer, bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+                           enable_auto_commit=False, request_timeout_ms=15_000)
     try:
         parts = consumer.partitions_for_topic(topic)
         if not parts:  # not created yet: nothing on it

@@ -14,6 +14,7 @@ import pytest
 
 from stream.config.settings import Settings
 from stream.ops.broker import BrokerWatch, EmbeddedBroker, ensure_topics, topic_partitions
+from stream.ops.kafka_clients import open_client
 from stream.ops.locate import pid_alive
 from stream.ops.runtime import ROOT, wait_until
 from stream.testing.services import start_broker
@@ -52,7 +53,7 @@ def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path) ->
     try:
         settings = Settings(data_dir=tmp_path, broker_url=broker.url, fingerprint_key="k")
         ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
-        producer = KafkaProducer(bootstrap_servers=settings.bootstrap_servers())
+        producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers())
         producer.send(settings.topic_releases, key=b"r-1", value=b"{}").get(timeout=90)
         producer.close()
         lost: list[str] = []

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from db.models import PendingReport
 from db.stations import register_seen
 from stream.io.specs import resolve_spec_path
+from stream.ops.kafka_clients import open_client
 from stream.station.advert import live, read_adverts
 from stream.testing.reports import day_of_reports, spec_ref
 from stream.testing.scenario import Scenario
@@ -41,7 +42,7 @@ def _pending(sc: Scenario) -> int:
 def _end_offsets(sc: Scenario) -> int:
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=sc.settings.bootstrap_servers(), group_id=None)
+    consumer = open_client(KafkaConsumer, bootstrap_servers=sc.settings.bootstrap_servers(), group_id=None)
     try:
         topic = sc.settings.topic_reports
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
