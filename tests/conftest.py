@@ -1,8 +1,8 @@
 """Shared fixtures: paths to the benchmark data beside the repo, and bundled specs; the test processes'
 cache folder.
 
-The suite runs in parallel (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml; auto is one worker
-per core and one more, :func:`pytest_xdist_auto_num_workers`): every worker
+The suite runs in parallel (pytest-xdist, ``-n auto --dist loadfile`` in pyproject.toml; auto is two workers
+per core, :func:`pytest_xdist_auto_num_workers`): every worker
 is a process of its own, with its own PostgreSQL cluster and broker (:mod:`stream.testing.services`),
 its own ``tmp_path`` tree and its own cache folder (:func:`pytest_configure`). The tests of one file
 run on one worker, so a fixture a module builds once (a generated window, a data sample, a whole
@@ -73,10 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
     costs minutes, numba writes its cache atomically, keyed by source and signature, so processes (and
     the README tour's fresh clone) share it.
 
-    A parallel run first fills that cache once, as the README's install step does
-    (``anonstream warmup``), unless it already holds every kernel of these sources. The CPU is the
-    same either way (measured on a fresh clone: 1,306 s with and without); the gain is that no test
-    compiles inside its own run (ILS's kernels took 50 s inside the determinism and linking tests).
+    A parallel run first fills that cache, as the README's install step does (``anonstream warmup``),
+    unless it already holds every kernel of these sources (:func:`_warm_kernels`).
 
     The run's first process also writes the bytecode of our packages (:func:`_compile_sources`)."""
     from stream.ops.kernel_cache import use_kernel_cache, warm_marker
@@ -87,13 +85,40 @@ def pytest_configure(config: pytest.Config) -> None:
     marker = warm_marker()
     if (config.getoption("numprocesses", None) and not hasattr(config, "workerinput")
             and marker is not None and not os.path.exists(marker)):
-        started = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup"], capture_output=True, text=True)
-        print(f"anonstream warmup (kernels compiled once for the run): exit {done.returncode}, "
-              f"{time.monotonic() - started:.0f}s")
+        _warm_kernels(config)
     tmp = tempfile.mkdtemp(prefix="anonstream-test-cache-")
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
+
+
+# The engine family slowest to compile: on an empty cache, ILS's search with k-member and l-greedy took
+# 53 s of the 59 s `anonstream warmup` took on 2 cores; every other family was ready within 20 s.
+SLOWEST_FAMILY = ("kmember", "lgreedy", "ils")
+
+
+def _warm_kernels(config: pytest.Config) -> None:
+    """Compile every other family's kernels before the workers start, and the slowest family's in the
+    background meanwhile (then the marker: ``anonstream warmup`` loads the rest from the cache).
+
+    Compiling everything first kept one of 2 cores idle for about 35 s while ILS compiled alone. A
+    test that needs ILS before its kernels are in the cache compiles them itself (numba writes the cache
+    atomically; the work is counted, so its result is the same)."""
+    from core.engines.registry import engine_names
+
+    started = time.monotonic()
+    first = [f"--engine={name}" for name in engine_names() if name not in SLOWEST_FAMILY]
+    done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup", *first], capture_output=True,
+                          text=True)
+    print(f"anonstream warmup (kernels compiled once for the run): exit {done.returncode}, "
+          f"{time.monotonic() - started:.0f}s; {', '.join(SLOWEST_FAMILY)} in the background")
+    rest = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "warmup", "--jobs", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop() -> None:  # a short run does not wait for it; what it compiled is cached, the next run goes on
+        rest.terminate()
+        rest.wait()
+
+    config.add_cleanup(stop)
 
 
 def _compile_sources() -> None:
@@ -110,15 +135,16 @@ def _compile_sources() -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto``: one worker more than the cores this process may use.
+    """``-n auto``: two workers per core this process may use.
 
-    Most of a stream test's time is spent waiting on the processes it started (a worker subprocess, the
-    broker, PostgreSQL), not computing: with one worker per core the suite kept about 1.2 of 2 cores busy.
-    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    Most of a stream test's time is spent waiting on the processes it started (a worker subprocess joining
+    its consumer group, the broker, PostgreSQL), not computing. Measured on 2 cores, same tree, warm
+    kernel cache: 3 workers 10 min 45 s, 4 workers 9 min 56 s, 5 workers 10 min 37 s (about 1.5 of 2
+    cores busy with 4 or 5). PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores + 1
+    return 2 * cores
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
