@@ -8,36 +8,51 @@ console polling a dead broker, or ``ensure_topics`` retrying every half second, 
 :func:`open_client` builds a client and, if its constructor raises, stops whatever it had started.
 Every kafka-python admin client and consumer of ours is built through it.
 
-kafka-python 3 also leaves the socket of a connection attempt that failed for the garbage collector
-(``KafkaNetSocket.sock_connect`` in ``kafka/net/inet.py``): a refused connection, and one whose
-deadline passed while the connect was under way, which on a loaded machine is a *connected* socket.
-Until it is collected it holds a file descriptor (and the broker a connection), and when it is, Python
-reports it as an unclosed socket at some random later point. :func:`close_failed_connects` (applied
-by :func:`open_client`) closes such a socket when its connect fails.
+kafka-python 3 also leaves sockets for the garbage collector (``kafka/net/inet.py``,
+``kafka/net/transport.py``): the socket of a connect that failed (refused, or whose deadline passed
+while the connect was under way, which on a loaded machine is a *connected* socket), and that of a
+connection closed with requests still unsent when its client stopped. Until collected, each holds a
+file descriptor (and the broker a connection); when collected, Python reports an unclosed socket at
+some random later point. :func:`close_kafka_sockets` (applied by :func:`open_client`) closes a failed
+connect's socket at once, and makes every socket kafka-python opens close itself, quietly, when it is
+collected: a library's leak we cannot reach, where an unclosed socket of ours is still reported.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 
 C = TypeVar("C")
-_CLOSES_FAILED = "_anonstream_closes_failed_connects"
+_PATCHED = "_anonstream_closes_its_sockets"
 
 
-def close_failed_connects() -> None:
-    """Make kafka-python close the socket of a connect that fails or times out (idempotent; a no-op for
-    a kafka-python without ``kafka.net.inet``, which closes its own)."""
+class KafkaSocket(socket.socket):
+    """A socket kafka-python opened: closed without a warning if it is collected still open."""
+
+    def __del__(self) -> None:
+        if self.fileno() != -1:
+            self.close()
+
+
+def close_kafka_sockets() -> None:
+    """kafka-python opens :class:`KafkaSocket` sockets, and closes the socket of a connect that fails or
+    times out (idempotent; a no-op for a kafka-python without ``kafka.net.inet``, which closes its own)."""
     try:
         from kafka.net.inet import KafkaNetSocket
     except ImportError:
         return
-    connect = KafkaNetSocket.sock_connect
-    if getattr(connect, _CLOSES_FAILED, False):
+    if getattr(KafkaNetSocket, _PATCHED, False):
         return
+    connect = KafkaNetSocket.sock_connect
+
+    def new_socket(self: Any, family: int = socket.AF_UNSPEC, sock_type: int = socket.SOCK_STREAM,
+                   proto: int = socket.IPPROTO_TCP) -> socket.socket:
+        return KafkaSocket(family, sock_type, proto)
 
     async def sock_connect(self: Any, net: Any, sock: Any, sockaddr: Any, timeout_at: Any = None) -> Any:
         try:
@@ -46,15 +61,16 @@ def close_failed_connects() -> None:
             sock.close()
             raise
 
-    setattr(sock_connect, _CLOSES_FAILED, True)
+    KafkaNetSocket.socket = new_socket
     KafkaNetSocket.sock_connect = sock_connect
+    setattr(KafkaNetSocket, _PATCHED, True)
 
 
 def open_client(cls: type[C], **config: Any) -> C:
     """``cls(**config)``; if the constructor raises, the network client it built (its connections, its
     selector and wake-up sockets, its IO thread) is closed before the error propagates. A socket whose
-    connect fails is closed at once (:func:`close_failed_connects`)."""
-    close_failed_connects()
+    connect fails is closed at once (:func:`close_kafka_sockets`)."""
+    close_kafka_sockets()
     factory = config.get("kafka_client") or getattr(cls, "DEFAULT_CONFIG", {}).get("kafka_client")
     if factory is None:
         return cls(**config)

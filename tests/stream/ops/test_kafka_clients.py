@@ -19,7 +19,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError
 
 from stream.console.kafka import _config
 from stream.ops.broker import EmbeddedBroker
-from stream.ops.kafka_clients import close_failed_connects, open_client
+from stream.ops.kafka_clients import KafkaSocket, close_kafka_sockets, open_client
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -46,7 +46,7 @@ def test_a_connect_whose_deadline_passes_closes_its_socket() -> None:
     deadline passes while a loopback connect completes): it was reported unclosed in a later test."""
     from kafka.net.inet import KafkaNetSocket
 
-    close_failed_connects()
+    close_kafka_sockets()
 
     class Stalled:  # the machine stalls until the connect's deadline has passed
         async def wait_write(self, sock: socket.socket, timeout_at: float) -> None:
@@ -60,6 +60,26 @@ def test_a_connect_whose_deadline_passes_closes_its_socket() -> None:
             asyncio.run(KafkaNetSocket().sock_connect(Stalled(), sock, server.getsockname(),
                                                       timeout_at=time.monotonic() + 0.05))
         assert sock.fileno() == -1
+
+
+def test_a_socket_kafka_python_drops_open_is_closed_when_collected() -> None:
+    """kafka-python 3 drops a connection closed with requests unsent without closing its socket: the
+    socket closes itself (the broker sees the connection end) and no unclosed-socket warning comes."""
+    from kafka.net.inet import KafkaNetSocket
+
+    close_kafka_sockets()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        sock = KafkaNetSocket().socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        assert isinstance(sock, KafkaSocket)
+        sock.connect(server.getsockname())
+        peer, _ = server.accept()
+        with peer, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            del sock
+            gc.collect()
+            peer.settimeout(60)
+            assert peer.recv(1) == b""  # the connection ended
+        assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
 
 
 def test_a_client_that_starts_is_returned_whole(kafka: EmbeddedBroker) -> None:
