@@ -85,40 +85,23 @@ def pytest_configure(config: pytest.Config) -> None:
     marker = warm_marker()
     if (config.getoption("numprocesses", None) and not hasattr(config, "workerinput")
             and marker is not None and not os.path.exists(marker)):
-        _warm_kernels(config)
+        _warm_kernels()
     tmp = tempfile.mkdtemp(prefix="anonstream-test-cache-")
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
 
 
-# The engine family slowest to compile: on an empty cache, ILS's search with k-member and l-greedy took
-# 53 s of the 59 s `anonstream warmup` took on 2 cores; every other family was ready within 20 s.
-SLOWEST_FAMILY = ("kmember", "lgreedy", "ils")
+def _warm_kernels() -> None:
+    """Compile every engine's kernels before the workers start (``anonstream warmup``, engine families in
+    parallel processes; about a minute on 2 cores, 53 s of it ILS's family).
 
-
-def _warm_kernels(config: pytest.Config) -> None:
-    """Compile every other family's kernels before the workers start, and the slowest family's in the
-    background meanwhile (then the marker: ``anonstream warmup`` loads the rest from the cache).
-
-    Compiling everything first kept one of 2 cores idle for about 35 s while ILS compiled alone. A
-    test that needs ILS before its kernels are in the cache compiles them itself (numba writes the cache
-    atomically; the work is counted, so its result is the same)."""
-    from core.engines.registry import engine_names
-
+    Tried and measured: compiling ILS's family in the background while the tests started. The files
+    that use ILS come early in the order, compiled it a second time each, and the run took 12:02 instead
+    of about 11 minutes."""
     started = time.monotonic()
-    first = [f"--engine={name}" for name in engine_names() if name not in SLOWEST_FAMILY]
-    done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup", *first], capture_output=True,
-                          text=True)
+    done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup"], capture_output=True, text=True)
     print(f"anonstream warmup (kernels compiled once for the run): exit {done.returncode}, "
-          f"{time.monotonic() - started:.0f}s; {', '.join(SLOWEST_FAMILY)} in the background")
-    rest = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "warmup", "--jobs", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop() -> None:  # a short run does not wait for it; what it compiled is cached, the next run goes on
-        rest.terminate()
-        rest.wait()
-
-    config.add_cleanup(stop)
+          f"{time.monotonic() - started:.0f}s")
 
 
 def _compile_sources() -> None:
