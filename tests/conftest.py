@@ -85,23 +85,42 @@ def pytest_configure(config: pytest.Config) -> None:
     marker = warm_marker()
     if (config.getoption("numprocesses", None) and not hasattr(config, "workerinput")
             and marker is not None and not os.path.exists(marker)):
-        _warm_kernels()
+        _warm_kernels(config)
     tmp = tempfile.mkdtemp(prefix="anonstream-test-cache-")
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
 
 
-def _warm_kernels() -> None:
-    """Compile every engine's kernels before the workers start (``anonstream warmup``, engine families in
-    parallel processes; about a minute on 2 cores, 53 s of it ILS's family).
+# The engine family slowest to compile: on an empty cache, ILS's search with k-member and l-greedy took
+# 53 s of the 59 s `anonstream warmup` took on 2 cores; every other family was ready within 20 s.
+SLOWEST_FAMILY = ("kmember", "lgreedy", "ils")
 
-    Tried and measured: compiling ILS's family in the background while the tests started. The files
-    that use ILS come early in the order, compiled it a second time each, and the run took 12:02 instead
-    of about 11 minutes."""
+
+def _warm_kernels(config: pytest.Config) -> None:
+    """Compile every other family's kernels before the workers start, and the slowest family's in the
+    background meanwhile (then the marker: ``anonstream warmup`` loads the rest from the cache).
+
+    Compiling everything first kept one of 2 cores idle for about 35 s while ILS compiled alone. The
+    slow files that use ILS are marked ``ils_kernels`` and handed out after the other slow files
+    (:func:`pytest_collection_modifyitems`), by when its kernels are in the cache; a test that needs
+    them earlier compiles them itself (numba writes the cache atomically; budgets count work, so its
+    result is the same)."""
+    from core.engines.registry import engine_names
+
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup"], capture_output=True, text=True)
+    first = [f"--engine={name}" for name in engine_names() if name not in SLOWEST_FAMILY]
+    done = subprocess.run([sys.executable, "-m", "stream.cli.main", "warmup", *first], capture_output=True,
+                          text=True)
     print(f"anonstream warmup (kernels compiled once for the run): exit {done.returncode}, "
-          f"{time.monotonic() - started:.0f}s")
+          f"{time.monotonic() - started:.0f}s; {', '.join(SLOWEST_FAMILY)} in the background")
+    rest = subprocess.Popen([sys.executable, "-m", "stream.cli.main", "warmup", "--jobs", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop() -> None:  # a short run does not wait for it; what it compiled is cached, the next run goes on
+        rest.terminate()
+        rest.wait()
+
+    config.add_cleanup(stop)
 
 
 def _compile_sources() -> None:
@@ -137,7 +156,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (tests/test_readme_tour.py is collected after tests/stream) runs while the other worker has nothing
     left, so the long files go first and the short ones fill in at the end (longest first)."""
     slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow)  # a stable sort: the order within each group stays
+    ils = {item.path for item in items if item.get_closest_marker("ils_kernels") is not None}
+    # a stable sort: the order within each group stays; slow files using ILS after the other slow ones
+    items.sort(key=lambda item: (item.path not in slow, item.path in ils))
 
 
 @pytest.fixture(autouse=True)

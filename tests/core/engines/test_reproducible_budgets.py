@@ -21,6 +21,8 @@ from core.verify import verify_release
 from stream.io.specs import load_schema
 from stream.testing.load import busy_core as spinning_core
 
+pytestmark = pytest.mark.ils_kernels  # ILS among the engines (tests/conftest.py's order)
+
 # Work budgets only: time_limit = 0 turns the wall-clock safety cap off (pbg-ea has none), so the default
 # budgets (sweeps, passes and iterations, generations) are all that stops a run.
 ENGINES = {"cg-kanon": {"k": 5, "time_limit": 0}, "cg-diverse": {"k": 5, "l": 3, "time_limit": 0},

@@ -14,6 +14,7 @@ from core.attacks import intersection_attack
 from core.engines.registry import engine_names
 from stream.testing.linking import KEY, SCHEMA, overlapping_days, run_batch, run_stream
 
+pytestmark = pytest.mark.ils_kernels  # every engine, ILS and k-member included (tests/conftest.py's order)
 K = 5
 PARAMS = {"ils": {"time_limit": 0, "max_iterations": 200}}  # a work budget instead of 10 s of wall time
 
