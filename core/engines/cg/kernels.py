@@ -35,6 +35,9 @@ import numpy as np
 from numba import njit
 
 INF = np.inf
+# "no row" as a typed int64: a bare -1 passed to another kernel types as Literal[int](-1), and numba
+# compiles a second copy of the callee for it (a fresh install compiled members_il three times).
+NO_ROW = np.int64(-1)
 
 
 @njit(cache=True, nogil=True)
@@ -166,7 +169,7 @@ def segment(order, kmin, cap, lam, mode, lmin, ase_rule, ltarget, skip_cost, lm_
 def members_il(c, skip, extra, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
                mn, mx, lv):  # pragma: no cover - numba
     """Loss per tuple of class ``c`` without member ``skip`` and with tuple ``extra`` (-1: none)."""
-    ref = -1
+    ref = NO_ROW
     for j in range(size[c]):
         t = mem[c, j]
         if t == skip:
@@ -191,7 +194,7 @@ def members_il(c, skip, extra, mem, size, kind, x, span, g, height, cost_flat, c
 def refresh(c, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off,
             w):  # pragma: no cover - numba
     """Recompute the stored generalization state and loss of regular class ``c``."""
-    val, ref = members_il(c, -1, -1, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
+    val, ref = members_il(c, NO_ROW, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
                           cmn[c], cmx[c], clv[c])
     il[c] = val
     cref[c] = ref
@@ -272,7 +275,7 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
     amn = np.empty(d)
     amx = np.empty(d)
     alv = np.zeros(d, np.int64)
-    a_ref = -1
+    a_ref = NO_ROW
     cand = np.empty(4 * radius + 1, np.int64)
     seen = np.empty(4 * radius + 1, np.int64)
     seen_ok = np.zeros(4 * radius + 1, np.bool_)
@@ -293,7 +296,7 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
         if a == top:
             a_lm = -lm_scale
         else:
-            a_il, a_ref = members_il(a, t, -1, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
+            a_il, a_ref = members_il(a, t, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
                                      amn, amx, alv)
             a_lm = (a_size * a_il - size[a] * il[a]) * lm_scale
         a_pr = class_term(mode, a_size, a_sum, a_qv, cap, pr_scale) - class_term(mode, size[a], sums[a], qv[a],
@@ -311,8 +314,8 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                     k += 1
         best_gain = 1e-12
         best_kind = 0
-        best_u = -1
-        best_b = -1
+        best_u = NO_ROW
+        best_b = NO_ROW
         if mode == 1 and a != top and size[top] > 0:
             cand[k] = -2
             k += 1

@@ -35,6 +35,9 @@ from core.engines.hetero.fastgain import gcp_gain, prepare
 from core.engines.hetero.state import GCP, apply_move, feasible, has, move_gain
 
 EPS = 1e-10
+# An evaluation budget with no bound, typed int64: a bare ``1 << 62`` passed to local_search types as
+# Literal[int], and numba compiled a second copy of local_search for it (about 15 s on a fresh install).
+UNBOUNDED = np.int64(1 << 62)
 
 
 @njit(cache=True, inline="always")
@@ -180,7 +183,7 @@ def ils_iterations(S, C, cand, n_iter, n_swaps, slack, queue, inq, qlen, rng, lo
         logn[0] = 0
         before = cur[0]
         gain = perturb(S, C, cand, n_swaps, queue, inq, qlen, rng, log, logn)
-        e, m, g = local_search(S, C, cand, queue, inq, qlen, rng, 1 << 62, log, logn)
+        e, m, g = local_search(S, C, cand, queue, inq, qlen, rng, UNBOUNDED, log, logn)
         while qlen[0] > 0:  # the log filled up: stop this descent here
             qlen[0] -= 1
             inq[queue[qlen[0]]] = False
@@ -192,8 +195,10 @@ def ils_iterations(S, C, cand, n_iter, n_swaps, slack, queue, inq, qlen, rng, lo
             accepted += 1
             if after < best[0] - EPS:
                 best[0] = after
-                if track_best:
-                    best_m[:, :] = M
+                if track_best:  # element by element: a slice assignment pulls in numba's shape-error
+                    for i in range(M.shape[0]):  # formatting, ~10 s of compiling on a fresh install
+                        for j in range(M.shape[1]):
+                            best_m[i, j] = M[i, j]
         else:
             for t in range(logn[0] - 1, -1, -1):
                 a, b, c, d = log[t, 0], log[t, 1], log[t, 2], log[t, 3]
@@ -232,7 +237,9 @@ def knn_kernel(xn, xc, wn, wc, jitter, L):  # pragma: no cover
                     worst[p], worst_t[p] = w, wt
     for p in range(n):  # nearest first
         idx = np.argsort(best_d[p])
-        best_j[p] = best_j[p][idx]
+        row = best_j[p].copy()
+        for t in range(L):  # element by element, as in ils_iterations
+            best_j[p, t] = row[idx[t]]
     return best_j
 
 
