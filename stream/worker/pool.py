@@ -17,10 +17,11 @@ dies takes its release processes with it.
 
 The children are forked from a fork server (``multiprocessing``'s ``forkserver``: a clean process,
 started without the worker's threads, that imports this module once, with pandas, SQLAlchemy,
-numba and the engines). Spawned children each imported all of that again: about 2 s of CPU per
-release process, at every start and at every rebuild; a forked child starts in milliseconds and
-shares the imported code with its siblings. A child is started from a thread, never on the
-worker's event loop: the fork server's first start takes seconds, and ingest must not wait for it.
+numba and the engines, and loads numba's own tables: :mod:`stream.worker.fork_preload`). Spawned
+children each imported all of that again: about 2 s of CPU per release process, at every start and
+at every rebuild; a forked child starts in milliseconds and shares the imported code with its
+siblings. A child is started from a thread, never on the worker's event loop: the fork server's
+first start takes seconds, and ingest must not wait for it.
 """
 
 from __future__ import annotations
@@ -116,7 +117,8 @@ class ReleasePool:
     def __init__(self, settings: Settings, worker: str, processes: int) -> None:
         self.settings, self.worker, self.processes = settings, worker, processes
         self._ctx = multiprocessing.get_context("forkserver")
-        self._ctx.set_forkserver_preload([__name__])  # the server imports this module (and so the engines) once
+        # the server imports this module (and so the engines) once, with numba's tables (fork_preload.py)
+        self._ctx.set_forkserver_preload(["stream.worker.fork_preload"])
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._pool_lock = threading.Lock()  # the pool is built and rebuilt from threads (see _submit)
