@@ -32,7 +32,7 @@ from stream.cli.main import main
 from stream.ops.broker import free_port
 from stream.ops.runtime import stop_process, wait_until
 from stream.testing.reports import day_of_reports
-from stream.testing.services import PostgresServer, start_broker
+from stream.testing.services import PostgresServer, listens_on, start_broker
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[3]
@@ -166,17 +166,27 @@ class Stack:
         raise AssertionError(f"{name} failed {attempts} time(s): {err[-2000:]}")
 
     def start(self, name: str, port: str, replica: int) -> None:
+        """Start one replica on a free local port standing for its fixed one, and return once that process
+        itself listens there. A free port is only free until somebody binds it: when another process of a
+        parallel test run took it first, the service exits with the port in use and starts again on another
+        (a container's port is its own, so this is the test's race, not the service's)."""
         svc = self.services[name]
-        self.ports.setdefault(port, str(free_port()))
-        env = self.env(name, port)
-        if replica:  # each replica is its own container: its own port and its own home
-            self.ports[port] = str(free_port())
-            env = self.env(name, port)
-        log = (self.tmp / f"{name}-{replica}.log").open("wb")
-        proc = subprocess.Popen(self.argv(svc["command"], port), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, cwd=self.tmp)
-        log.close()
-        self.procs.setdefault(name, []).append(proc)
+        log_path = self.tmp / f"{name}-{replica}.log"
+        for _attempt in range(5):
+            self.ports[port] = str(free_port())  # each replica is its own container: its own port
+            log = log_path.open("wb")
+            proc = subprocess.Popen(self.argv(svc["command"], port), env=self.env(name, port), stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.tmp)
+            log.close()
+            bound = int(self.ports[port])
+            assert wait_until(lambda p=proc, b=bound: p.poll() is not None or listens_on(p.pid, b), timeout=300), \
+                f"{name} never listened on {bound}: {log_path.read_text(errors='replace')[-2000:]}"
+            if proc.poll() is None:
+                self.procs.setdefault(name, []).append(proc)
+                return
+            text = log_path.read_text(errors="replace")
+            assert "in use" in text, f"{name} exited with {proc.returncode}: {text[-2000:]}"
+        raise AssertionError(f"{name}: five free ports were taken before it could bind one")
 
     def log(self, name: str, tail: int = 3000) -> str:
         return "\n".join(p.read_text(errors="replace")[-tail:] for p in sorted(self.tmp.glob(f"{name}-*.log")))
