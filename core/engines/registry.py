@@ -42,10 +42,15 @@ def engine_names() -> list[str]:
     return list(_ENGINES)
 
 
-def get_engine(name: str) -> Engine:
+def engine_module(name: str) -> str:
+    """The module that defines engine ``name``, without importing it."""
     if name not in _ENGINES:
         raise UnknownEngineError(f"unknown engine '{name}'; valid engines: {', '.join(_ENGINES)}")
-    module, cls = _ENGINES[name].split(":")
+    return _ENGINES[name].split(":")[0]
+
+
+def get_engine(name: str) -> Engine:
+    module, cls = engine_module(name), _ENGINES[name].split(":")[1]
     return getattr(importlib.import_module(module), cls)()
 
 

@@ -34,8 +34,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from core.errors import ParamsError
     from stream.ops.broker import free_port
     from stream.ops.locate import port_free, resolve
-    from stream.ops.runtime import embedded
-    from stream.worker.app import run_worker
 
     settings = resolve(load_settings(**overrides(args)))  # flag > environment > the instance's state file
     if settings.web_port == 0:
@@ -47,8 +45,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         from stream.config.feeds import load_pipelines
 
         load_pipelines(Path(settings.pipelines))
-    if args.detach:
+    if args.detach:  # the worker runs in another process: this one imports none of it
         return _detach(settings, args.ready_timeout)
+    from stream.ops.runtime import embedded
+    from stream.worker.app import run_worker
+
     with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
         _announce(ready)
         code = run_worker(ready)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.engines.registry import engine_names, get_engine
+from core.engines.registry import engine_module, engine_names, get_engine
 from stream.config.settings import Settings
 
 DEFAULT_ENGINE = "cg-kanon"
@@ -21,3 +21,9 @@ def resolve_engine(settings: Settings) -> str:
                 continue
             return name
     return "optimal"
+
+
+def engine_module_of(settings: Settings) -> str:
+    """The module of the engine :func:`resolve_engine` chooses when that module imports, without importing
+    it (what a release processes' fork server loads for its children)."""
+    return engine_module(settings.engine or DEFAULT_ENGINE)

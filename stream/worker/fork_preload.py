@@ -1,18 +1,19 @@
 """What the release processes' fork server loads once, so that every release process it forks inherits it.
 
 :class:`stream.worker.pool.ReleasePool` names this module as the fork server's preload. Importing it
-imports :mod:`stream.worker.pool` (pandas, SQLAlchemy, numba and the engines) and initializes numba's
+imports :mod:`stream.worker.pool` (pandas, SQLAlchemy) and the risk models (scipy), and initializes numba's
 CPU target: its typing and lowering registries (numpy's array functions, the BLAS check) load on the
 first kernel a process runs, about 0.8 s of CPU that each release process used to spend again in
 its warm-up. Measured on 2 cores: a release process's warm-up of CG-Kanon took 0.9 s of CPU, and
-0.3 s forked from a server that had loaded them. Only numba's own tables are loaded here; the
-engine's kernels load in each release process's warm-up, from the kernel cache.
+0.3 s forked from a server that had loaded them. The pool names the configured engine's module as
+a second preload; the engine's kernels load in each release process's warm-up, from the kernel cache.
 """
 
 from __future__ import annotations
 
 from numba.core.registry import cpu_target
 
+import core.risk.profile  # noqa: F401  (every release computes its risk profile: scipy, once here)
 import stream.worker.pool  # noqa: F401  (the release processes run its functions)
 
 cpu_target.typing_context.refresh()

@@ -16,8 +16,9 @@ retried after ``CLAIM_TIMEOUT_S``, as for a crashed worker) and the pool is rebu
 dies takes its release processes with it.
 
 The children are forked from a fork server (``multiprocessing``'s ``forkserver``: a clean process,
-started without the worker's threads, that imports this module once, with pandas, SQLAlchemy,
-numba and the engines, and loads numba's own tables: :mod:`stream.worker.fork_preload`). Spawned
+started without the worker's threads, that imports this module once, with pandas, SQLAlchemy, numba,
+the risk models and the configured engine's module, and loads numba's own tables:
+:mod:`stream.worker.fork_preload`). The worker process itself never imports numba or the engine. Spawned
 children each imported all of that again: about 2 s of CPU per release process, at every start and
 at every rebuild; a forked child starts in milliseconds and shares the imported code with its
 siblings. A child is started from a thread, never on the worker's event loop: the fork server's
@@ -43,6 +44,7 @@ from db.models import Window
 from stream.config.settings import Settings
 from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
+from stream.worker.engine_choice import engine_module_of
 from stream.worker.release import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -117,8 +119,9 @@ class ReleasePool:
     def __init__(self, settings: Settings, worker: str, processes: int) -> None:
         self.settings, self.worker, self.processes = settings, worker, processes
         self._ctx = multiprocessing.get_context("forkserver")
-        # the server imports this module (and so the engines) once, with numba's tables (fork_preload.py)
-        self._ctx.set_forkserver_preload(["stream.worker.fork_preload"])
+        # the server imports this module once, with numba's tables (fork_preload.py), and the engine's module
+        # (if it fails to, the children import their engine themselves)
+        self._ctx.set_forkserver_preload(["stream.worker.fork_preload", engine_module_of(settings)])
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._pool_lock = threading.Lock()  # the pool is built and rebuilt from threads (see _submit)

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -70,17 +71,19 @@ class Orchestrator:
     """Closes due windows and turns them into stored releases (thread-safe; DB is the only state)."""
 
     def __init__(self, settings: Settings, db: Database, schema: Schema, worker_id: str,
-                 keep_encoded: bool = False) -> None:
+                 keep_encoded: bool = False, runs_engine: bool = True) -> None:
         """``keep_encoded``: keep each stored release's encoded messages for :meth:`take_encoded` (the
-        worker publishes them right after storing; without it the publisher re-encodes from the ledger)."""
+        worker publishes them right after storing; without it the publisher re-encodes from the ledger).
+        ``runs_engine``: this process anonymizes windows, so the engine is imported now and the risk
+        bounds it cannot enforce are logged now (a worker whose release processes run the engine passes
+        False: it only claims, publishes and signs, and never loads numba or the engine)."""
         self.keep_encoded = keep_encoded
         self.settings, self.db, self.schema, self.worker = settings, db, schema, worker_id
         self.policy = window_policy(settings)
         self.pool = PoolRepository(db, self.policy)
         self.repo = ReleaseRepository(db)
-        self.engine_name = resolve_engine(settings)
-        engine = get_engine(self.engine_name)  # import the engine (and its numeric libraries) at start-up
-        warn_unenforced(settings, self.engine_name, engine.models)
+        if runs_engine:  # import the engine (and its numeric libraries) at start-up, not in the first window
+            warn_unenforced(settings, self.engine_name, get_engine(self.engine_name).models)
         spec = schema.spec
         self._encoded: dict[str, tuple[bytes, list[bytes]]] = {}  # stored, not yet published (this process)
         self._encoded_lock = threading.Lock()
@@ -89,6 +92,10 @@ class Orchestrator:
         self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
         check_counts(schema)  # a [dp] table whose groupings cannot be counted stops the worker here
+
+    @cached_property
+    def engine_name(self) -> str:
+        return resolve_engine(self.settings)
 
     def warm_up(self, rows: list[dict[str, Any]]) -> float | None:
         """Run the engine once on a few accepted reports, budgets cut (:func:`core.engines.warmup.warm_up`).

@@ -80,10 +80,10 @@ class WorkerService:
         self.pool = PoolRepository(db, window_policy(settings), settings.station_check())
         self.markers = MarkerIntake(db, settings.feed, settings.window_key_for)
         self.repo = ReleaseRepository(db)
-        self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True)
-        self.releases: ReleasePool | ThreadReleases = (
-            ReleasePool(settings, self.worker, settings.release_concurrency) if settings.release_processes
-            else ThreadReleases(self.orchestrator))
+        pooled = settings.release_processes  # then the release processes run the engine, never this one
+        self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True, runs_engine=not pooled)
+        self.releases: ReleasePool | ThreadReleases = (ReleasePool(settings, self.worker, settings.release_concurrency)
+                                                       if pooled else ThreadReleases(self.orchestrator))
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
         self.metrics = metrics or WorkerMetrics(db, getattr(self.releases, "pids", None))
         self._release_s: dict[str, float] = {}  # release id -> seconds its release call took (metrics)
