@@ -40,7 +40,7 @@ EPS = 1e-10
 UNBOUNDED = np.int64(1 << 62)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _next(rng):  # pragma: no cover
     x = rng[0] + np.uint64(0x9E3779B97F4A7C15)
     rng[0] = x
@@ -49,12 +49,12 @@ def _next(rng):  # pragma: no cover
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def randint(rng, m):  # pragma: no cover
     return np.int64(_next(rng) % np.uint64(m))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _push(queue, inq, qlen, r):  # pragma: no cover
     if not inq[r]:
         inq[r] = True
