@@ -95,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The engine slowest to compile: on an empty cache, ILS's family (its search with k-member and l-greedy)
-# takes about 47 s of the 64 s `anonstream warmup --jobs 1` takes; every other family is ready within 20 s.
+# takes about 33 s of the 51 s `anonstream warmup --jobs 1` takes; every other family is ready within 20 s.
 SLOWEST = "ils"
 
 
