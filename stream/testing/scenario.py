@@ -72,10 +72,10 @@ class Scenario:
     def wait_settled(self, timeout: float = 90.0) -> dict[str, int]:
         """Until every pushed report is accounted for and every release is published.
 
-        On PostgreSQL the accounting's counts are separate statements, each with its own snapshot (READ
-        COMMITTED): a release committed between two of them gives a reading that mixes before and after
-        (its reports still pending, its window no longer open, the release already published). So the
-        state counts as settled only when two consecutive readings agree."""
+        Each reading is one snapshot (:meth:`db.releases.ReleaseRepository.accounting` reads at
+        REPEATABLE READ on PostgreSQL). The state counts as settled only when two consecutive readings
+        agree: a reading taken between two steps of the worker (a batch written, its window not yet
+        due) can look settled for a moment."""
         deadline = time.monotonic() + timeout
         acc: dict[str, int] = {}
         previous: dict[str, int] | None = None
