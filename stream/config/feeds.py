@@ -31,7 +31,7 @@ from pydantic.fields import FieldInfo
 from core.errors import ParamsError
 from db.windows import WindowPolicy
 from stream.config.names import leaves
-from stream.config.privacy import StreamPrivacy
+from stream.config.privacy import EngineName, StreamPrivacy
 
 FEED_NAME = r"^[a-z0-9][a-z0-9_-]{0,31}$"
 
@@ -73,7 +73,7 @@ class Feed(BaseModel):
     name: str = Field(pattern=FEED_NAME)
     input: str = Field(min_length=1, description="input (reports) topic")
     spec: str = Field(min_length=1, description="bundled spec name or path (relative to the pipelines file)")
-    engine: str | None = None
+    engine: EngineName | None = None
     ledger: str | None = Field(default=None, pattern=FEED_NAME, description="fingerprint scope (default: name)")
     privacy: Privacy = Field(default_factory=Privacy)
     windows: Windows = Field(default_factory=Windows)

@@ -11,11 +11,26 @@ released without them rather than carried or held; the batch commands use each e
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
+from core.engines.registry import engine_module
+from core.errors import UnknownEngineError
 from core.privacy.requirement import PrivacyRequirement
+
+
+def _registered(name: str) -> str:
+    try:
+        engine_module(name)  # the registry's table; the engine itself is not imported
+    except UnknownEngineError as exc:
+        raise ValueError(exc.message) from None
+    return name
+
+
+EngineName = Annotated[str, AfterValidator(_registered)]
+"""The engine a feed runs (``Settings.engine``, a feed's ``engine``): a registered name, checked when the
+settings are read, so a typo is one error line before anything starts."""
 
 STREAM_DEFAULTS: dict[str, Any] = {"max_suppression": 0.05}
 """The stream's privacy defaults that are not the requirement's (docs/operations.md, "Privacy defaults")."""

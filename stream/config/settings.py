@@ -29,7 +29,7 @@ from db.url import sqlite_url, with_password
 from db.windows import WindowPolicy
 from stream.config import names
 from stream.config.names import ENV_PREFIX
-from stream.config.privacy import StreamPrivacy
+from stream.config.privacy import EngineName, StreamPrivacy
 from stream.config.secrets import (
     SECRET_FIELDS,
     FileSettings,
@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     sample_fraction: float = Field(default=1.0, gt=0, le=1, description="share sampled (sample_policy = fraction)")
     sample_max: int = Field(default=10_000, ge=1, description="most reports sampled (sample_policy = max)")
     sample_seed: int = Field(default=0, description="seed of the sampling (mixed with each window id)")
-    engine: str | None = Field(default=None, description="engine name; none = cg-kanon when registered")
+    engine: EngineName | None = Field(default=None, description="engine name; none = cg-kanon when registered")
     privacy: StreamPrivacy = Field(default_factory=StreamPrivacy, description="what every release must satisfy "
                                    "(stream/config/privacy.py)")
     risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "

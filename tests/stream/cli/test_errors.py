@@ -15,6 +15,24 @@ def test_an_invalid_setting_names_its_variable_and_value(monkeypatch, capsys) ->
     assert err.startswith("error: invalid setting: ANONSTREAM_RELEASE_PROCESSES:") and "'maybe'" in err
 
 
+def test_an_unknown_engine_is_one_line_before_anything_starts(monkeypatch, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("ANONSTREAM_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("ANONSTREAM_ENGINE", "cg-kanonn")
+    assert main(["run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [captured.err.strip()] and "unknown engine 'cg-kanonn'" in captured.err
+    assert captured.out == "" and not (tmp_path / "home").exists()  # no broker, no ledger, no announcement
+
+
+def test_an_unknown_engine_of_a_feed_names_the_feed(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    pipelines = tmp_path / "pipelines.toml"
+    pipelines.write_text('[[feed]]\nname = "a"\ninput = "in.a"\nspec = "crime"\nengine = "mondrain"\n'
+                         'outputs = { records = "a.r", releases = "a.m", dlq = "a.d" }\n')
+    assert main(["run", "--pipelines", str(pipelines)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "feed[1].engine: unknown engine 'mondrain'" in err
+
+
 def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ANONSTREAM_MODE", "production")
     monkeypatch.setenv("ANONSTREAM_K", "0")
