@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, Result, create_engine, event
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event, pool, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
+
+# The PostgreSQL advisory lock key held while the schema is migrated (any fixed 64-bit number works;
+# this one spells "anonstrm" in ASCII, so it does not collide with another program's small keys).
+SCHEMA_LOCK_KEY = 0x616E6F6E7374726D
 
 
 def make_engine(url: str, readonly: bool = False, **kwargs: Any) -> Engine:
-    """An engine for ``url``. SQLite gets WAL, a busy timeout and foreign keys, and its folder is created.
+    """An engine for ``url``. SQLite gets WAL, a busy timeout, foreign keys and ``synchronous=FULL``
+    (WAL with ``NORMAL`` may lose the last commits, such as a privacy-budget spend, on a power loss),
+    and its folder is created.
 
     SQLite write units start with ``BEGIN IMMEDIATE`` (take the write lock first, so read-then-write
     units never deadlock); ``readonly`` engines use a plain deferred ``BEGIN`` so reads never wait.
@@ -33,7 +42,7 @@ def make_engine(url: str, readonly: bool = False, **kwargs: Any) -> Engine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA synchronous=FULL")
             cur.close()
 
         @event.listens_for(engine, "begin")
@@ -43,6 +52,46 @@ def make_engine(url: str, readonly: bool = False, **kwargs: Any) -> Engine:
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     return create_engine(url, **kwargs)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL; None for another database or an in-memory one."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:" \
+            or parsed.database.startswith("file:"):
+        return None
+    return Path(parsed.database)
+
+
+@contextmanager
+def schema_lock(url: str) -> Iterator[None]:
+    """Hold the ledger's schema lock: one process at a time checks and migrates a database's schema.
+
+    SQLite: an exclusive ``flock`` on ``<file>.lock`` beside the database file (created 0600 if missing,
+    and left in place: removing it would let a process lock a file another one no longer sees); the
+    folder is created. PostgreSQL: the session advisory lock :data:`SCHEMA_LOCK_KEY` on a connection of
+    its own (released on exit, or by the server if this process dies). Other URLs: no lock. Blocks
+    until the lock is free; whoever comes second finds the schema migrated and has nothing to do."""
+    path = sqlite_file(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
+        return
+    if make_url(url).get_backend_name() != "postgresql":
+        yield
+        return
+    engine = create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+            yield  # closing the connection (NullPool: really closed) releases the lock
+    finally:
+        engine.dispose()
 
 
 class Database:

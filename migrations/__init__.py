@@ -3,6 +3,11 @@
 Nothing here runs at import. :func:`upgrade`, :func:`downgrade` and :func:`check` build an Alembic
 config pointing at this package; ``env.py`` takes the metadata from :mod:`db` and the URL from the
 config (set here) or else from the environment (:func:`db.url.url_from_environment`).
+
+:func:`upgrade` and :func:`downgrade` hold the ledger's schema lock (:func:`db.session.schema_lock`: a
+file lock beside a SQLite file, an advisory lock on PostgreSQL) while Alembic reads the revision and
+migrates, so any number of processes opening a new ledger at once migrate it once: the first one
+migrates, the others wait, then find it at the revision asked for.
 """
 
 from __future__ import annotations
@@ -24,15 +29,25 @@ def config(url: str | None = None):  # -> alembic.config.Config
 
 
 def upgrade(url: str | None = None, revision: str = "head") -> None:
+    """Upgrade the database at ``url`` (default: the settings' URL) to ``revision``, under the schema lock."""
     from alembic import command
 
-    command.upgrade(config(url), revision)
+    from db.session import schema_lock
+
+    url = url or _settings_url()
+    with schema_lock(url):
+        command.upgrade(config(url), revision)
 
 
 def downgrade(url: str | None = None, revision: str = "base") -> None:
+    """Downgrade the database at ``url`` (default: the settings' URL) to ``revision``, under the schema lock."""
     from alembic import command
 
-    command.downgrade(config(url), revision)
+    from db.session import schema_lock
+
+    url = url or _settings_url()
+    with schema_lock(url):
+        command.downgrade(config(url), revision)
 
 
 def check(url: str | None = None) -> None:
