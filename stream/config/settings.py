@@ -17,6 +17,7 @@ logs or reprs.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from pathlib import Path
 from typing import Any, Literal
@@ -204,10 +205,14 @@ class Settings(BaseSettings):
         if self.mode == "production":
             raise ParamsError("production mode needs ANONSTREAM_FINGERPRINT_KEY", reason="missing-setting")
         path = self.data_dir / "fingerprint.key"
-        if not path.exists():
+        if not path.exists():  # written whole, then linked once: first runs at the same time share one key
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_hex(32))
-            path.chmod(0o600)
+            tmp = path.with_name(f".fingerprint.key.{secrets.token_hex(8)}")
+            tmp.touch(0o600, exist_ok=False)  # the owner's alone before the key is in it
+            tmp.write_text(secrets.token_hex(32))
+            with contextlib.suppress(FileExistsError):  # another process created it first: use that one
+                path.hardlink_to(tmp)
+            tmp.unlink()
         return self._scoped(path.read_text().strip().encode())
 
     def _scoped(self, key: bytes) -> bytes:
