@@ -1,20 +1,30 @@
 """Budget blocks: the (station, day), (feed, day) or whole-dataset parts a privacy budget is kept for.
 
-Following Sage's block composition, every report belongs to exactly one block, each block has a
-lifetime cap, and a query spends on every block its rows fall in. Block keys are plain strings:
-``station:S1/day:2026-11-20``, ``feed:default/day:2026-11-20`` or ``dataset:adult``. Days are UTC days.
+Following Sage's block composition, every report belongs to exactly one block (by its own station,
+or window key, and its own UTC day), each block has a lifetime cap, and a query spends on every block
+it *declares*. The blocks a query charges are public: a stream release declares the days of its
+windows, an ``aggregate`` run the stations and days its caller names; they are never read from the
+rows (a row outside the declared blocks is not counted, and which rows those are is not published).
+Whether a query has counts therefore never depends on one report.
+
+Block keys are plain strings: ``station:S1/day:2026-11-20`` (a window key and a day: ``region:R/day:…``
+when windows are by region), ``feed:default/day:2026-11-20`` or ``dataset:adult``. Days are UTC days.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date, timedelta
 from typing import Literal
 
 import pandas as pd
 
 from core.contract import DateFormat, parse_dates
-from core.errors import InputDataError
+from core.errors import InputDataError, ParamsError
 
 BlockBy = Literal["station-day", "feed-day", "dataset"]
+MAX_DAYS = 3_660  # ten years of days in one declared scope
+MAX_BLOCKS = 200_000  # stations x days of one declared scope
 
 
 def utc_days(values: pd.Series, column: str, fmt: DateFormat | None = None) -> pd.Series:
@@ -29,10 +39,50 @@ def utc_days(values: pd.Series, column: str, fmt: DateFormat | None = None) -> p
     return times.dt.strftime("%Y-%m-%d")
 
 
+def day_range(first: str, last: str) -> list[str]:
+    """Every UTC day from ``first`` to ``last`` (``YYYY-MM-DD``, both included), for a declared scope."""
+    try:
+        lo, hi = date.fromisoformat(first.strip()), date.fromisoformat(last.strip())
+    except ValueError:
+        raise ParamsError(f"days must be YYYY-MM-DD (got {first!r} and {last!r})") from None
+    if hi < lo:
+        raise ParamsError(f"the last day {hi} is before the first {lo}")
+    n = (hi - lo).days + 1
+    if n > MAX_DAYS:
+        raise ParamsError(f"{n:,} days declared; one query covers at most {MAX_DAYS:,}")
+    return [(lo + timedelta(days=i)).isoformat() for i in range(n)]
+
+
+def station_key(station: str) -> str:
+    """The key of a station's blocks (the stream's window key of the station in the default feed)."""
+    return f"station:{station}"
+
+
+def declared_blocks(by: BlockBy, *, keys: Sequence[str] = (), days: Sequence[str] = (), feed: str = "default",
+                    dataset: str = "dataset") -> list[str]:
+    """The blocks of a declared scope, sorted (the order a ledger locks them in).
+
+    ``keys`` are station keys (:func:`station_key`) or window keys, ``days`` UTC days: both come from
+    the caller's declaration or the window, never from the rows."""
+    if by == "dataset":
+        return [f"dataset:{dataset}"]
+    if not days:
+        raise ParamsError(f"blocks by {by} need the declared days")
+    if by == "feed-day":
+        return sorted(f"feed:{feed}/day:{d}" for d in set(days))
+    if not keys:
+        raise ParamsError("blocks by station-day need the declared stations")
+    if len(set(keys)) * len(set(days)) > MAX_BLOCKS:
+        raise ParamsError(f"{len(set(keys)) * len(set(days)):,} blocks declared; one query charges at most "
+                          f"{MAX_BLOCKS:,}")
+    return sorted(f"{k}/day:{d}" for k in set(keys) for d in set(days))
+
+
 def row_blocks(frame: pd.DataFrame, *, by: BlockBy = "station-day", station_column: str | None = None,
                date_column: str | None = None, feed: str = "default", dataset: str = "dataset",
-               date_format: DateFormat | None = None) -> pd.Series:
-    """The block of every row (a string Series aligned with ``frame``)."""
+               date_format: DateFormat | None = None, keys: pd.Series | None = None) -> pd.Series:
+    """The block every row belongs to (a string Series aligned with ``frame``): its station's (or the
+    given ``keys``') UTC day. Used only to tell which rows fall in a declared scope."""
     if by == "dataset":
         return pd.Series(f"dataset:{dataset}", index=frame.index, dtype=object)
     if date_column is None or date_column not in frame.columns:
@@ -40,15 +90,8 @@ def row_blocks(frame: pd.DataFrame, *, by: BlockBy = "station-day", station_colu
     days = "day:" + utc_days(frame[date_column], date_column, date_format)
     if by == "feed-day":
         return (f"feed:{feed}/" + days).astype(object)
-    if station_column is None or station_column not in frame.columns:
-        raise InputDataError(f"blocks by station-day need the station column '{station_column}' in the input")
-    return ("station:" + frame[station_column].astype(str) + "/" + days).astype(object)
-
-
-def block_keys(frame: pd.DataFrame, *, by: BlockBy = "station-day", station_column: str | None = None,
-               date_column: str | None = None, feed: str = "default", dataset: str = "dataset",
-               date_format: DateFormat | None = None) -> list[str]:
-    """The blocks a set of rows falls in, sorted (the order a ledger locks them in)."""
-    blocks = row_blocks(frame, by=by, station_column=station_column, date_column=date_column, feed=feed,
-                        dataset=dataset, date_format=date_format)
-    return sorted(set(blocks.tolist()))
+    if keys is None:
+        if station_column is None or station_column not in frame.columns:
+            raise InputDataError(f"blocks by station-day need the station column '{station_column}' in the input")
+        keys = "station:" + frame[station_column].astype(str).str.strip()
+    return (keys.astype(str) + "/" + days).astype(object)

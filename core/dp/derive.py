@@ -3,9 +3,9 @@
 A count table publishes every cell of its grouping's *public* domain, zero cells too, so that which
 cells exist reveals nothing. The domains come from the spec, never from the data: a sensitive
 attribute's severity list, a categorical hierarchy's leaves, a hierarchy level's labels (a region of
-a suburb tree, an age band of an interval hierarchy with a declared domain) or ``[dp.domains]``. The
-one exception is a period of the time column (``time = "week"``): its domain is the periods the rows'
-days span, public in the same way as the blocks they fall in (docs/privacy.md says so).
+a suburb tree, an age band of an interval hierarchy with a declared domain) or ``[dp.domains]``. A
+period of the time column (``time = "week"``) has the periods of the *declared* days as its domain
+(a stream release's window days, an ``aggregate`` run's ``--days``), never the rows' own days.
 Rows whose value is outside the domain count in no cell.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,15 +33,19 @@ def dp_of(spec: DatasetSpec) -> DPSpec:
     return spec.dp
 
 
-def grouping_columns(frame: pd.DataFrame, spec: DatasetSpec) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """Every column the spec's groupings use (strings; missing where outside the domain) and its domain."""
+def grouping_columns(frame: pd.DataFrame, spec: DatasetSpec,
+                     days: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Every column the spec's groupings use (strings; missing where outside the domain) and its domain.
+
+    ``days`` are the declared UTC days (``YYYY-MM-DD``) a period column's domain is made of; a grouping
+    with a period column and no declared days is refused."""
     dp = dp_of(spec)
     names = list(dict.fromkeys(c for g in dp.groupings for c in g))
     out = pd.DataFrame(index=frame.index)
     domains: dict[str, list[str]] = {}
     for name in names:
         if name in dp.columns:
-            out[name], domains[name] = _derived(frame, spec, name, dp.columns[name])
+            out[name], domains[name] = _derived(frame, spec, name, dp.columns[name], days)
         else:
             _need(frame, name)
             domains[name] = _raw_domain(spec, name)
@@ -92,12 +97,17 @@ def _level(qi: QISpec, level: str | int, top: int) -> int:
     return index
 
 
-def _derived(frame: pd.DataFrame, spec: DatasetSpec, name: str, col: DerivedColumn) -> tuple[pd.Series, list[str]]:
+def _derived(frame: pd.DataFrame, spec: DatasetSpec, name: str, col: DerivedColumn,
+             days: Sequence[str] | None) -> tuple[pd.Series, list[str]]:
     if col.time is not None:
         if spec.time_column is None:
             raise SpecError(f"spec field 'dp.columns.{name}': the spec declares no time_column")
+        if days is None:
+            raise SpecError(f"grouping column '{name}' (a period of {spec.time_column}) needs declared days: "
+                            "its cells come from the days a query declares, never from the rows")
         _need(frame, spec.time_column)
-        return _periods(frame[spec.time_column], spec.time_column, col.time, spec.date_format(spec.time_column))
+        return _periods(frame[spec.time_column], spec.time_column, col.time, spec.date_format(spec.time_column),
+                        days)
     assert col.qi is not None and col.level is not None
     qi = spec.qi_spec(col.qi)
     _need(frame, qi.name)
@@ -134,21 +144,20 @@ def _bands(values: pd.Series, qi: QISpec, h: IntervalHierarchySpec, level: str |
     return pd.Series(out, index=values.index, dtype=object), labels
 
 
-def _periods(values: pd.Series, column: str, period: str, fmt: DateFormat | None) -> tuple[pd.Series, list[str]]:
-    days = pd.to_datetime(utc_days(values, column, fmt))
+def _labels(days: pd.Series | pd.DatetimeIndex, period: str) -> list[str]:
     if period == "day":
-        out = days.dt.strftime("%Y-%m-%d")
-    elif period == "month":
-        out = days.dt.strftime("%Y-%m")
-    else:
-        iso = days.dt.isocalendar()
-        out = iso["year"].astype(str) + "-W" + iso["week"].astype(str).str.zfill(2)
-    if len(days) == 0:
-        return out.astype(object), []
-    span = pd.date_range(days.min(), days.max(), freq="D")
-    if period == "week":
-        iso = span.isocalendar()
-        labels = (iso["year"].astype(str) + "-W" + iso["week"].astype(str).str.zfill(2)).tolist()
-    else:
-        labels = span.strftime("%Y-%m-%d" if period == "day" else "%Y-%m").tolist()
-    return out.astype(object), list(dict.fromkeys(labels))
+        return list(days.strftime("%Y-%m-%d"))
+    if period == "month":
+        return list(days.strftime("%Y-%m"))
+    iso = days.isocalendar()
+    return list(iso["year"].astype(str) + "-W" + iso["week"].astype(str).str.zfill(2))
+
+
+def _periods(values: pd.Series, column: str, period: str, fmt: DateFormat | None,
+             declared: Sequence[str]) -> tuple[pd.Series, list[str]]:
+    """Each row's period label and the domain: the periods of the declared days, in order."""
+    days = pd.to_datetime(utc_days(values, column, fmt))
+    out = pd.Series(_labels(days.dt, period) if len(days) else [], index=values.index, dtype=object)
+    span = pd.DatetimeIndex(sorted(set(declared)))
+    labels = list(dict.fromkeys(_labels(span, period))) if len(span) else []
+    return out.where(out.isin(set(labels))), labels

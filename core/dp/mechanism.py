@@ -8,12 +8,15 @@ that breaks textbook floating-point Laplace. The one currency is ρ of zero-conc
 * ``"laplace"``: the discrete Laplace with scale b = Δ / ε, ε = √(2ρ), is ε-DP (pure) for L1
   sensitivity Δ, and ε-DP implies ε²/2 = ρ-zCDP.
 
-ρ-zCDP implies (ρ + 2√(ρ ln(1/δ)), δ)-DP for every δ > 0 (Bun & Steinke 2016, Prop. 1.3);
-:func:`epsilon_from_rho` is that bound and :func:`rho_from_epsilon` its inverse.
+The conversion from ρ-zCDP to (ε, δ)-DP is OpenDP's own (``make_zCDP_to_approxDP``, the tight bound of
+Canonne, Kamath & Steinke 2020, which improves on Bun & Steinke's ρ + 2√(ρ ln 1/δ)):
+:func:`epsilon_from_rho` asks OpenDP, :func:`rho_from_epsilon` inverts it by bisection and never
+returns a ρ whose ε exceeds the one asked.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -24,19 +27,47 @@ MECHANISMS: tuple[str, ...] = ("gaussian", "laplace")
 _SUPPORT_SIGMAS = 40.0  # the pmf beyond 40 σ (or 40 scales) is below 1e-300: nothing left to sum
 
 
-def rho_from_epsilon(epsilon: float, delta: float) -> float:
-    """The ρ whose zCDP guarantee implies (ε, δ)-DP: (√(ε + ln 1/δ) − √(ln 1/δ))²."""
-    if epsilon <= 0 or not 0 < delta < 1:
-        raise ValueError(f"need epsilon > 0 and 0 < delta < 1 (got {epsilon}, {delta})")
-    log_term = math.log(1 / delta)
-    return (math.sqrt(epsilon + log_term) - math.sqrt(log_term)) ** 2
+# Sane ranges of the parameters (checked before anything is allocated): outside them a count is
+# either pure noise (tiny ε: σ in the millions, a noise table of gigabytes) or barely protected.
+EPSILON_RANGE = (1e-3, 100.0)
+DELTA_RANGE = (1e-12, 1e-2)
 
 
+def _check_delta(delta: float) -> None:
+    if not DELTA_RANGE[0] <= delta <= DELTA_RANGE[1]:
+        raise ValueError(f"delta must be between {DELTA_RANGE[0]:g} and {DELTA_RANGE[1]:g} (got {delta:g})")
+
+
+@functools.lru_cache(maxsize=256)
 def epsilon_from_rho(rho: float, delta: float) -> float:
-    """The ε of (ε, δ)-DP that ρ-zCDP implies: ρ + 2√(ρ ln 1/δ)."""
-    if rho < 0 or not 0 < delta < 1:
-        raise ValueError(f"need rho >= 0 and 0 < delta < 1 (got {rho}, {delta})")
-    return rho + 2 * math.sqrt(rho * math.log(1 / delta))
+    """The ε of (ε, δ)-DP that ρ-zCDP implies, by OpenDP's own conversion (``make_zCDP_to_approxDP``)."""
+    if not rho >= 0 or not math.isfinite(rho):
+        raise ValueError(f"need a finite rho >= 0 (got {rho})")
+    _check_delta(delta)
+    if rho == 0:
+        return 0.0
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64), scale=1 / math.sqrt(2 * rho))
+    return float(dp.c.make_zCDP_to_approxDP(meas).map(1).epsilon(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def rho_from_epsilon(epsilon: float, delta: float) -> float:
+    """The largest ρ (to 1e-10 relative) whose zCDP guarantee implies (ε, δ)-DP by OpenDP's conversion."""
+    if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1] * 10:
+        raise ValueError(f"need epsilon between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1] * 10:g} (got {epsilon})")
+    _check_delta(delta)
+    log_term = math.log(1 / delta)
+    lo = (math.sqrt(epsilon + log_term) - math.sqrt(log_term)) ** 2  # Bun & Steinke: always safe, a little low
+    hi = lo * 2
+    while epsilon_from_rho(hi, delta) <= epsilon:
+        lo, hi = hi, hi * 2
+    while hi - lo > lo * 1e-10:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if epsilon_from_rho(mid, delta) <= epsilon else (lo, mid)
+    return lo
 
 
 def scale(rho: float, mechanism: Mechanism = "gaussian", sensitivity: int = 1) -> float:

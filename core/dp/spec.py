@@ -36,8 +36,10 @@ class DerivedColumn(_Strict):
 class DPSpec(_Strict):
     """Differentially private counts (docs/privacy.md "Differentially private counts").
 
-    ``epsilon`` is spent per release (split evenly over ``groupings``), ``cap_epsilon`` is each
-    block's lifetime cap; with ``mechanism = "gaussian"`` both are turned into ρ (zCDP) at ``delta``.
+    ``epsilon`` is spent per release (split evenly over ``groupings``), ``max_epsilon`` is the most one
+    query may spend (a ledger records it, with the cap and the block scheme, when it is created),
+    ``cap_epsilon`` is each block's lifetime cap; with ``mechanism = "gaussian"`` both are turned into ρ
+    (zCDP) at ``delta``.
     ``unit = "person"`` bounds each person (the columns ``person``) to ``max_contributions`` reports per
     block. ``domains`` gives the public values of a grouping column the spec cannot tell (a sensitive
     attribute's severity list, a hierarchy's leaves and derived columns are known already).
@@ -46,9 +48,10 @@ class DPSpec(_Strict):
     groupings: tuple[tuple[str, ...], ...] = Field(min_length=1)
     columns: dict[str, DerivedColumn] = Field(default_factory=dict)
     domains: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    epsilon: float = Field(default=1.0, gt=0, le=100)
-    delta: float = Field(default=1e-6, gt=0, lt=0.01)
-    cap_epsilon: float = Field(default=10.0, gt=0, le=1000)
+    epsilon: float = Field(default=1.0, ge=1e-3, le=10)
+    max_epsilon: float = Field(default=1.0, ge=1e-3, le=10)
+    delta: float = Field(default=1e-6, ge=1e-12, le=1e-2)
+    cap_epsilon: float = Field(default=10.0, ge=1e-3, le=100)
     mechanism: Literal["gaussian", "laplace"] = "gaussian"
     block: Literal["station-day", "feed-day", "dataset"] = "station-day"
     unit: Literal["report", "person"] = "report"
@@ -59,6 +62,9 @@ class DPSpec(_Strict):
     def _consistent(self) -> DPSpec:
         if any(not g for g in self.groupings):
             raise ValueError("a grouping needs at least one column")
+        if self.epsilon > self.max_epsilon:
+            raise ValueError(f"epsilon {self.epsilon:g} is above the largest allowed per query, max_epsilon "
+                             f"{self.max_epsilon:g}")
         if self.cap_epsilon < self.epsilon:
             raise ValueError(f"cap_epsilon {self.cap_epsilon} is below one release's epsilon {self.epsilon}")
         if self.unit == "person" and not self.person:

@@ -56,11 +56,24 @@ def test_the_variance_follows_rho_and_sensitivity() -> None:
     assert ci95(0.001, "gaussian") > ci95(0.1, "gaussian") > ci95(10.0, "gaussian")
 
 
-def test_rho_and_epsilon_convert_both_ways() -> None:
+def test_rho_and_epsilon_convert_both_ways_by_opendps_own_conversion() -> None:
+    import math
+
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
     for eps, delta in [(0.5, 1e-6), (1.0, 1e-6), (10.0, 1e-9)]:
         rho = rho_from_epsilon(eps, delta)
-        assert epsilon_from_rho(rho, delta) == pytest.approx(eps, rel=1e-12)
+        assert epsilon_from_rho(rho, delta) <= eps  # never a rho that spends more than asked
+        assert epsilon_from_rho(rho, delta) == pytest.approx(eps, rel=1e-8)
+        meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64), scale=1 / math.sqrt(2 * rho))
+        assert dp.c.make_zCDP_to_approxDP(meas).map(1).epsilon(delta) == pytest.approx(eps, rel=1e-8)  # OpenDP's map
+        assert eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta))  # tighter than Bun & Steinke's bound
     with pytest.raises(ValueError):
         rho_from_epsilon(-1, 1e-6)
+    with pytest.raises(ValueError, match="epsilon between"):
+        rho_from_epsilon(1e-12, 1e-6)  # refused before any allocation (it used to end in a MemoryError)
+    with pytest.raises(ValueError, match="delta must be between"):
+        epsilon_from_rho(0.1, 1e-320)
     with pytest.raises(ValueError, match="mechanism"):
         noisy_counts(np.zeros(3, dtype=np.int64), 1.0, mechanism="uniform")  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ def crime() -> pd.DataFrame:
 def test_crime_tables_cover_the_public_domain_and_are_noisy(crime: pd.DataFrame) -> None:
     spec = load_spec_data("crime")
     assert spec.dp is not None
-    groups, domains = grouping_columns(crime, spec)
+    groups, domains = grouping_columns(crime, spec, ["2024-01-01", "2024-01-02"])  # the declared days
     assert len(domains["offence"]) == 18 and len(domains["region"]) == 8 and domains["week"] == ["2024-W01"]
     assert domains["age_band"][:2] == ["[0, 9]", "[10, 19]"] and domains["sex"] == ["F", "M", "X"]
     tables = count_tables(groups, list(spec.dp.groupings), domains, 0.5)
@@ -60,3 +60,16 @@ def test_adult_domains_come_from_the_hierarchies(adult_df: pd.DataFrame) -> None
     groups, domains = grouping_columns(adult_df.head(500), spec)
     assert domains["salary-class"] == ["<=50K", ">50K"] or set(domains["salary-class"]) == {"<=50K", ">50K"}
     assert "20-29" in domains["age_decade"] and groups.notna().all().all()
+
+
+def test_the_period_domain_is_the_declared_days_not_the_rows(crime: pd.DataFrame) -> None:
+    """One row from eleven weeks earlier neither grows the week domain nor gets a cell of its own."""
+    spec = load_spec_data("crime")
+    declared = ["2024-01-01", "2024-01-02"]
+    _, before = grouping_columns(crime, spec, declared)
+    outlier = crime.iloc[[0]].assign(event_time="2023-10-16T09:00:00Z")
+    groups, after = grouping_columns(pd.concat([crime, outlier], ignore_index=True), spec, declared)
+    assert after["week"] == before["week"] == ["2024-W01"]
+    assert groups["week"].isna().sum() == 1  # the outlier counts in no week cell
+    with pytest.raises(SpecError, match="needs declared days"):
+        grouping_columns(crime, spec)
