@@ -5,7 +5,7 @@ level, read_codebook(path))`` counts rows per band at one hierarchy level and ``
 what each release preserves (:mod:`stream.analyst.bands`).
 """
 
-from stream.analyst.bands import Bands, band_counts, read_codebook, read_utility
+from stream.analyst.bands import Bands, CoarseBandsWarning, band_counts, read_codebook, read_utility
 from stream.analyst.dataset import read_releases
 
-__all__ = ["Bands", "band_counts", "read_codebook", "read_releases", "read_utility"]
+__all__ = ["Bands", "CoarseBandsWarning", "band_counts", "read_codebook", "read_releases", "read_utility"]

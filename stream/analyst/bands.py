@@ -13,6 +13,13 @@ bands. Rows the engine suppressed are not in the data at all (the manifest count
     >>> ages.coarser         # rows released coarser than a decade
     >>> read_utility("releases/").query("qi == 'age'")   # per release and level: share resolved, TVD
 
+When under half the rows resolve at the level asked (``Bands.resolved`` < 0.5), the bars describe the
+rows that happened to be released fine, not the population, and their shape can be the reverse of the
+truth (age by decade: in 400-report windows a tenth of the rows resolve, mostly the common ages).
+:func:`band_counts` then warns (:class:`CoarseBandsWarning`, and ``Bands.warning``) and, given the spec's
+``[dp]`` table, names the differentially private count tables that answer the question over every row
+(``Bands.dp_tables``, e.g. ``age_band x sex x offence``; read them with ``read_counts``).
+
 Labels of nested-band releases are always hierarchy nodes, so every row lands in exactly one band or
 in ``coarser``. Free ranges (engines run with nesting turned off) roll up only when a range happens
 to lie inside one band: there the roll-up is best effort, and ``coarser`` counts the rest.
@@ -21,6 +28,8 @@ to lie inside one band: there the roll-up is best effort, and ``coarser`` counts
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,19 +39,36 @@ import pandas as pd
 from core.columns.rollup import level_index, roll_up
 from core.hierarchies.intervals import band_label, parse_interval
 
+MIN_RESOLVED = 0.5
+"""Below this share of rows resolved at the level asked, :func:`band_counts` warns."""
+
+
+class CoarseBandsWarning(UserWarning):
+    """Under half the rows resolve at the level asked: the histogram is not the population's shape."""
+
 
 @dataclass(frozen=True)
 class Bands:
-    """Rows per band of one QI at one level, and the rows released coarser than that level."""
+    """Rows per band of one QI at one level, and the rows released coarser than that level.
+
+    ``warning`` is set (and was issued as a :class:`CoarseBandsWarning`) when under half the rows resolve
+    at this level; ``dp_tables`` are the spec's DP count tables over this QI at this level (``a x b``)."""
 
     qi: str
     level: str
     counts: pd.Series
     coarser: int
+    warning: str | None = None
+    dp_tables: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
         return int(self.counts.sum()) + self.coarser
+
+    @property
+    def resolved(self) -> float:
+        """Share of the rows placed in a band of this level (1.0 for no rows)."""
+        return float(self.counts.sum()) / self.total if self.total else 1.0
 
 
 def read_codebook(path: str | Path) -> dict[str, Any]:
@@ -81,11 +107,14 @@ def read_utility(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns).astype({"resolved": "float64", "tvd": "float64"})
 
 
-def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str, Any]) -> Bands:
+def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str, Any], dp: Any = None) -> Bands:
     """Rows of ``df`` (released rows, e.g. from ``read_releases``) per band of ``qi`` at ``level`` (a
     number, 0 = original values, or a level name from the codebook: ``"band of width 10"``,
     ``"region"``, ``"month"`` ...). Bands are in the hierarchy's order, empty ones included (numeric
-    bands between the lowest and the highest one seen; every node of a table level)."""
+    bands between the lowest and the highest one seen; every node of a table level).
+
+    ``dp``: the spec's ``[dp]`` table (``load_schema(spec).spec.dp``, or its dict), to name the count
+    tables that answer the question when under half the rows resolve (the warning says which)."""
     entry = (codebook.get("qis") or {}).get(qi)
     if entry is None or "grid" not in entry:
         raise ValueError(f"the codebook has no grid for '{qi}' (QIs: {', '.join(codebook.get('qis') or {})}); "
@@ -100,7 +129,36 @@ def band_counts(df: pd.DataFrame, qi: str, level: int | str, codebook: dict[str,
     order = _band_order(grid, lvl, list(counts.index))
     out = counts.reindex(order, fill_value=0).astype(int).rename("rows")
     out.index.name = qi
-    return Bands(qi=qi, level=str(grid["levels"][lvl]), counts=out, coarser=int(placed.isna().sum()))
+    name = str(grid["levels"][lvl])
+    bands = Bands(qi=qi, level=name, counts=out, coarser=int(placed.isna().sum()),
+                  dp_tables=dp_tables_for(dp, qi, lvl, name))
+    if bands.resolved >= MIN_RESOLVED:
+        return bands
+    text = (f"only {bands.resolved:.0%} of the rows ({int(out.sum())} of {bands.total}) resolve to '{qi}' at "
+            f"'{name}'; the other {bands.coarser} were released coarser, so these bars show the rows released "
+            "fine, not the population, and their shape can be the reverse of the truth. ")
+    text += (f"The spec's DP count table{'s' if len(bands.dp_tables) > 1 else ''} "
+             f"{', '.join(bands.dp_tables)} count{'' if len(bands.dp_tables) > 1 else 's'} every row at this "
+             "level (stream.analyst.dataset.read_counts)" if bands.dp_tables
+             else "Ask at a coarser level (read_utility shows the share resolved per level)")
+    warnings.warn(text, CoarseBandsWarning, stacklevel=2)
+    return Bands(qi=qi, level=name, counts=out, coarser=bands.coarser, warning=text, dp_tables=bands.dp_tables)
+
+
+def dp_tables_for(dp: Any, qi: str, level: int, level_name: str) -> tuple[str, ...]:
+    """The groupings of a ``[dp]`` table (a DPSpec or its dict; None: none) that count ``qi`` at ``level``
+    (its own column at level 0, else a derived column of ``qi`` at that level number or name), as
+    ``a x b x c``, fewest columns first."""
+    if dp is None:
+        return ()
+    data = dp.model_dump() if hasattr(dp, "model_dump") else dict(dp)
+    columns: Mapping[str, Any] = data.get("columns") or {}
+    names = {qi} if level == 0 else set()
+    for col, derived in columns.items():
+        if derived.get("qi") == qi and str(derived.get("level")) in {str(level), level_name}:
+            names.add(col)
+    found = [tuple(g) for g in data.get("groupings") or () if names & set(g)]
+    return tuple(" x ".join(g) for g in sorted(found, key=len))
 
 
 def _by_columns(df: pd.DataFrame, qi: str, level: int, entry: dict[str, Any]) -> pd.Series:
