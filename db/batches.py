@@ -7,18 +7,23 @@ the end marker every row of that batch before it has been ingested. Here:
 * :func:`begin` / :func:`end` record the markers (idempotent: a redelivered marker changes nothing;
   an end marker without a begin, from a producer that sends only end markers, records both at once;
   a new batch of a station ends an older one of that station left unfinished);
-* a key (station, region or global) is *in a batch* while one of its batches has begun and not
-  ended, and the key has had input within ``idle_timeout_s`` (a push that died stops counting after
-  that): its windows are then not closed by the watermark, however far one late row moved it, nor
-  by idling, only when full or flushed (:func:`db.window_state.due_windows`; a batch begun more than
-  :data:`BATCH_MAX_S` ago holds nothing);
+* a key (station, region or global) is *in a batch* while one of its batches has begun and not ended:
+  its windows are then not closed by the watermark, however far one late row moved it, nor by idling,
+  only when full or flushed (:func:`db.window_state.due_windows`). How fast the worker ingests has no
+  say: a push whose rows are still on their way (the worker slow, paused or rebalancing) holds its
+  windows however long it takes. A batch stops holding when its end marker is ingested, when a newer
+  batch of its station begins (a push that died is ended by the station's next push), or when it began
+  more than :data:`BATCH_MAX_S` ago (a safety cap); ``anonstream windows flush`` releases its windows
+  at once;
 * once no batch of the key is running, every open window of the key whose input all came before the
   latest end is due, and :func:`merge_completed` first merges them (``windows.merge_batch``): in
   event-time order, consecutive windows are merged into one (their pending reports moved to the
   chunk's last window, the others marked ``merged``), in chunks of at most ``cap`` reports of even
   size, so a batch export comes out in releases worth publishing instead of one per day or month.
 
-Producers that send no markers are windowed exactly as before (watermark, lateness, idling).
+Producers that send no markers are windowed by the watermark, lateness and idling. Idling is the one
+rule that reads the worker's clock, so only marked input is windowed the same whatever the machine's
+load: ``push`` and the demo send markers.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from db.windows import WindowPolicy
 
 BATCH_MAX_S = 86_400
 """A batch begun longer ago than this holds no window, ended or not (a push killed before its end markers,
-whose station then sends without markers, must not keep its windows open for ever)."""
+whose station never pushes again, must not keep its windows open for ever). A safety cap, counted from
+when the worker read the begin marker: a day, far beyond any push's running time."""
 
 
 @dataclass(frozen=True)
@@ -54,8 +60,8 @@ class KeyBatches:
     """A key's batches as the due rule needs them."""
 
     running: bool
-    """A batch of the key is still being pushed: begun, not ended, and its push alive (any of its stations
-    had input, or it began, within ``idle_timeout_s``)."""
+    """A batch of the key is still being pushed: begun, not ended, begun less than :data:`BATCH_MAX_S` ago
+    (never judged by when the key last had input: that depends on the worker's load, not on the push)."""
     ended_at: datetime | None
     """The latest end of a batch of the key whose completed windows were merged (None: none yet)."""
     unmerged: bool = False
@@ -85,36 +91,20 @@ def end(db: Database, feed: str, marks: list[BatchMark], now: datetime) -> None:
                                                     "rows": m.rows}], ["feed", "station_id", "batch_id"])
 
 
-def key_batches(s: Session, feed: str, keys: set[str], idle_s: float, now: datetime) -> dict[str, KeyBatches]:
-    """:class:`KeyBatches` of the given keys that have a running or a merged batch."""
+def key_batches(s: Session, feed: str, keys: set[str], now: datetime) -> dict[str, KeyBatches]:
+    """:class:`KeyBatches` of the given keys that have a running, an unmerged or a merged batch."""
     if not keys:
         return {}
-    runs = s.execute(select(Batch.batch_id, Batch.key, Batch.begun_at).where(
-        Batch.feed == feed, Batch.ended_at.is_(None),
-        Batch.begun_at >= now - timedelta(seconds=BATCH_MAX_S))).tuples().all()
-    latest = last_inputs(s, {key for _b, key, _t in runs})
-    alive: dict[str, datetime] = {}  # a push is alive while any of its stations sends
-    for batch, key, begun in runs:
-        t = utc(begun or now)
-        t = max(t, latest[key]) if key in latest else t
-        alive[batch] = max(alive.get(batch, t), t)
-    running = {key for batch, key, _t in runs if (now - alive[batch]).total_seconds() < idle_s}
     mine = (Batch.feed == feed, Batch.key.in_(sorted(keys)))
+    running = set(s.execute(select(Batch.key).where(
+        *mine, Batch.ended_at.is_(None), Batch.begun_at >= now - timedelta(seconds=BATCH_MAX_S))
+        .distinct()).scalars())
     ended = {key: utc(t) for key, t in s.execute(select(Batch.key, func.max(Batch.ended_at)).where(
         *mine, Batch.merged_at.is_not(None)).group_by(Batch.key)).tuples() if t is not None}
     unmerged = set(s.execute(select(Batch.key).where(*mine, Batch.ended_at.is_not(None), Batch.merged_at.is_(None))
                              .distinct()).scalars())
     return {k: KeyBatches(k in running, ended.get(k), k in unmerged) for k in keys
             if k in running or k in ended or k in unmerged}
-
-
-def last_inputs(s: Session, keys: set[str]) -> dict[str, datetime]:
-    """The latest input of each key's open windows."""
-    if not keys:
-        return {}
-    rows = s.execute(select(Window.key, func.max(Window.last_input_at)).where(
-        Window.key.in_(sorted(keys)), Window.state == "open").group_by(Window.key)).tuples()
-    return {k: utc(t) for k, t in rows if t is not None}
 
 
 def merge_completed(db: Database, policy: WindowPolicy, now: datetime) -> list[str]:
@@ -128,7 +118,7 @@ def merge_completed(db: Database, policy: WindowPolicy, now: datetime) -> list[s
             return merged
     with db.unit() as s:
         todo = dict(s.execute(unmerged).tuples().all())
-        states = key_batches(s, policy.feed, set(todo), policy.idle_timeout_s, now)
+        states = key_batches(s, policy.feed, set(todo), now)
         for key, last_end in sorted(todo.items()):
             state = states.get(key)
             if last_end is None or (state is not None and state.running):

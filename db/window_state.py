@@ -17,17 +17,26 @@ from db.windows import WindowPolicy, add_key_tally
 
 
 def due_windows(db: Database, policy: WindowPolicy, idle_s: float, now: datetime) -> list[str]:
-    """Open windows of the policy's feed that should close now (not of paused stations): full; flushed by
-    the operator; complete (a batch of their key ended after all their input, and the windows it completed
-    were merged: :mod:`db.batches`); or, unless a batch of their key is being pushed or about to be
-    merged, with the watermark passed or idle."""
+    """Open windows of the policy's feed that should close now (not of paused stations).
+
+    The closing rules, in order:
+
+    * full (``cap`` reports) or flushed by the operator: due;
+    * a batch of the window's key is being pushed (begun, not ended) or has ended and its windows are not
+      merged yet: not due, whatever the watermark or the time since the key's last input (the rows of a
+      push still on their way to a slow worker must not be cut off: :mod:`db.batches`);
+    * complete: a batch of the key ended after all the window's input (and the windows it completed were
+      merged): due;
+    * otherwise (input from producers that send no markers): due once the key's watermark passed the
+      window's end by ``lateness_s``, or after ``idle_s`` seconds without input.
+    """
     with db.read() as s:
         wms = dict(s.execute(select(Watermark.key, Watermark.event_time)).tuples().all())
         rows = s.execute(select(Window).where(Window.state == "open", Window.feed == policy.feed)).scalars().all()
         prefix = "" if policy.feed == "default" else f"{policy.feed}/"
         paused = {f"{prefix}station:{st}" for st in s.execute(
             select(StationControl.station_id).where(StationControl.paused.is_(True))).scalars()}
-        batches = key_batches(s, policy.feed, {w.key for w in rows}, idle_s, now)
+        batches = key_batches(s, policy.feed, {w.key for w in rows}, now)
     lateness = timedelta(seconds=policy.lateness_s)
     out = []
     for w in rows:

@@ -52,8 +52,8 @@ class WindowPolicy(BaseModel):
     cap: int = Field(default=10_000, ge=1, description="a window with this many reports is due; more reports of "
                      "its period open the next window of the period")
     idle_timeout_s: float = Field(default=60.0, gt=0, description="close a window after this long without input "
-                                  "(a push whose batch has not ended holds its windows until it sends nothing "
-                                  "for this long)")
+                                  "(only input without batch markers: a push's windows close when its batch "
+                                  "ends, however slowly it arrives)")
     max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
                                           "hour; reports needing more are dead-lettered as window-rate")
     min_release_rows: int | None = Field(default=None, ge=1, description="a window with fewer reports to "

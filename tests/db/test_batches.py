@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from db import IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
 from db.batches import BatchMark, begin, chunks, end, merge_completed
@@ -56,18 +56,45 @@ def test_a_running_batch_keeps_its_windows_open_whatever_the_watermark(ledger_db
     assert (b.rows, b.ended_at) == (6, NOW + timedelta(seconds=6))
 
 
-def test_a_push_that_died_falls_back_to_the_watermark_after_idling(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_running_batch_holds_its_windows_however_long_its_rows_take(ledger_db) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39: on a loaded machine the worker may read nothing of a running push for longer than the idle
+    timeout; the windows of its key wait for the end marker, never cut off at what was ingested so far."""
+    pool = PoolRepository(ledger_db, POLICY)
+    begin(ledger_db, "default", [mark()], NOW)
+    pool.ingest([report(i, 1) for i in range(3)], [], NOW)
+    for stalled in (61, 3600, 23 * 3600):  # far past the idle timeout, and the watermark passed day 1 long ago
+        assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(seconds=stalled)) == []
+        assert merge_completed(ledger_db, POLICY, NOW + timedelta(seconds=stalled)) == []
+    at = NOW + timedelta(hours=23, minutes=30)
+    pool.ingest([report(i, 1) for i in range(3, 7)], [], at)  # the rest of the push arrives
+    end(ledger_db, "default", [mark(rows=7)], at)
+    merge_completed(ledger_db, POLICY, at)
+    (w,) = open_windows(ledger_db)
+    assert due_windows(ledger_db, POLICY, 60, at) == [w.id] and w.count == 7
+
+
+def test_a_push_that_died_is_ended_by_the_next_push_or_held_a_day_at_most(ledger_db) -> None:  # type: ignore[no-untyped-def]
     pool = PoolRepository(ledger_db, POLICY)
     begin(ledger_db, "default", [mark()], NOW)
     pool.ingest([report(0, 200), report(1, 1)], [], NOW)
-    assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(seconds=59)) == []
-    later = due_windows(ledger_db, POLICY, 60, NOW + timedelta(seconds=61))
-    assert set(later) == {w.id for w in open_windows(ledger_db)}  # idle (and day 1's watermark passed)
-    # the station then sends without markers, steadily: the dead push stops holding windows after a day
-    for at, keep in ((NOW + timedelta(hours=23), False), (NOW + timedelta(hours=25), True)):
-        pool.ingest([report(int(at.timestamp()), 1)], [], at)  # day 1 gets input: never idle
-        day1 = open_windows(ledger_db)[0].id
-        assert (day1 in due_windows(ledger_db, POLICY, 60, at + timedelta(seconds=1))) is keep  # watermark
+    assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=1)) == []  # no end marker yet: held
+    flushed = request_flush(ledger_db, POLICY, ["station:S1"], NOW + timedelta(hours=1))  # the operator's way out
+    assert set(due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=1))) == set(flushed[0]["windows"])
+    with ledger_db.unit() as s:  # unflag: the test goes on without the flush
+        s.execute(update(Window).values(flush=False))
+    # the station's next push ends the dead one: its windows are merged and closed with the new batch's
+    begin(ledger_db, "default", [mark("b-2")], NOW + timedelta(hours=2))
+    pool.ingest([report(2, 2)], [], NOW + timedelta(hours=2))
+    assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=3)) == []
+    end(ledger_db, "default", [mark("b-2", rows=1)], NOW + timedelta(hours=3))
+    merge_completed(ledger_db, POLICY, NOW + timedelta(hours=3))
+    assert set(due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=3))) == {w.id for w in open_windows(ledger_db)}
+    # a dead push whose station never pushes again stops holding windows a day after it began
+    begin(ledger_db, "default", [mark("b-3", "S2")], NOW)
+    pool.ingest([report(3, 1, "S2")], [], NOW)
+    (s2,) = open_windows(ledger_db, "station:S2")
+    assert s2.id not in due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=23))
+    assert s2.id in due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=25))  # idle, watermark passed
 
 
 def test_markers_are_idempotent_and_a_new_batch_ends_an_unfinished_one(ledger_db) -> None:  # type: ignore[no-untyped-def]
