@@ -5,7 +5,9 @@ Guarantee: every released class satisfies the requirement (k, and l / t when ask
 suppressed. Each partition is split at the median of the QI with the widest normalized range
 among those whose split keeps both halves valid (strict partitioning: no value on both sides);
 a partition that cannot be split is released as one class. With ``bands = "nested"`` (the
-default) cuts fall between hierarchy nodes instead (:mod:`core.engines.mondrian.nested`).
+default) cuts fall between hierarchy nodes instead, and a rare tail that no cut between children can
+separate is peeled off with about k neighbours (:mod:`core.engines.mondrian.nested`; the diagnostics'
+``peeled_cuts`` counts those cuts per QI).
 
 Categorical QIs are split on the order of their hierarchy's leaves (siblings are adjacent, so
 halves stay close to subtrees). Released labels (``bands = "nested"``, the default): every QI as
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -67,8 +70,10 @@ class MondrianEngine(Engine[BandsParams]):
         require_models(self, params)
         require_rows(batch, params.k)
         require_sensitive(batch, params)
-        parts = mondrian_parts(batch, params.requirement(), progress, nested=params.bands == "nested")
-        return self._release(batch, params, parts, started)
+        peeled = [0] * batch.d
+        parts = mondrian_parts(batch, params.requirement(), progress, nested=params.bands == "nested",
+                               peeled=peeled)
+        return self._release(batch, params, parts, started, peeled)
 
     @staticmethod
     def _split(rows: np.ndarray, sub: np.ndarray, span: np.ndarray, valid: Callable[[np.ndarray], bool],
@@ -90,7 +95,7 @@ class MondrianEngine(Engine[BandsParams]):
         return False
 
     def _release(self, batch: EncodedBatch, params: BandsParams, parts: list[np.ndarray],
-                 started: float) -> Release:
+                 started: float, peeled: list[int]) -> Release:
         cls = np.empty(batch.n, dtype=np.int64)
         for i, rows in enumerate(parts):
             cls[rows] = i
@@ -118,8 +123,10 @@ class MondrianEngine(Engine[BandsParams]):
         metrics = summarize(cost, batch.weights, cls, 0, params.k, batch.schema.qi_names,
                             None if batch.severity is None or sens is None else batch.severity[sens])
         sizes = np.bincount(cls)
-        diag = {"partitions": len(parts), "largest_class": int(sizes.max()),
+        diag: dict[str, Any] = {"partitions": len(parts), "largest_class": int(sizes.max()),
                 "contingency_classes": int(contingency(cls, sens).shape[0]) if sens is not None else len(parts)}
+        if params.bands == "nested":  # cuts that peeled a rare tail off, per QI (core.engines.mondrian.nested)
+            diag["peeled_cuts"] = {q.name: n for q, n in zip(batch.qis, peeled, strict=True) if n}
         return Release(
             engine=self.name, params=params.model_dump(), requirement=params.requirement(), rows=rows_out,
             class_ids=cls, suppressed=np.array([], dtype=batch.frame.index.dtype), metrics=metrics,
@@ -128,11 +135,12 @@ class MondrianEngine(Engine[BandsParams]):
 
 
 def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement, progress: Progress = no_progress,
-                   nested: bool = False) -> list[np.ndarray]:
+                   nested: bool = False, peeled: list[int] | None = None) -> list[np.ndarray]:
     """Mondrian's partition of the batch: row positions per class (InfeasibleError if none exists).
 
     ``nested``: cut on hierarchy node boundaries (:mod:`core.engines.mondrian.nested`) instead of at
-    medians. Also the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
+    medians; ``peeled`` (one count per QI) is told how many cuts peeled a rare tail off per QI. Also
+    the seed ordering of ``cg-diverse`` (its classes, refined by the CG search)."""
     leaf_ranks = [leaf_order(q) for q in batch.qis]
     nodes = node_ranks(batch, leaf_ranks) if nested else []
     ranks = np.stack([r[q.codes] for q, r in zip(batch.qis, leaf_ranks, strict=True)], axis=1)  # (n, d)
@@ -158,7 +166,7 @@ def mondrian_parts(batch: EncodedBatch, req: PrivacyRequirement, progress: Progr
     stack = [all_rows]
     while stack:
         rows = stack.pop()
-        done = nested_split(rows, batch, nodes, valid, stack) if nested else \
+        done = nested_split(rows, batch, nodes, valid, stack, req.k_min, peeled) if nested else \
             MondrianEngine._split(rows, ranks[rows], span, valid, stack)
         if not done:
             final.append(rows)
