@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "windows": ("stream.cli.windows", "release the reports waiting below min_release_rows now (flush)"),
     "generate": ("stream.cli.generate", "generate synthetic data sets"),
     "aggregate": ("stream.cli.aggregate", "differentially private counts of a file, charged to a ledger's budget"),
+    "budget": ("stream.cli.budget", "the ledger's privacy policy and budget: show, set-cap (audited), add-feed"),
     "risk": ("stream.cli.risk", "re-identification risk profile of a table (before anonymization)"),
     "spec": ("stream.cli.spec", "draft a spec from your own file, check a file against a spec"),
     "keys": ("stream.cli.keys", "the public key of the releases, a new secret, or every secret file (init)"),

@@ -5,7 +5,9 @@ Points (see docs/stream.md, "Failure model"): ``claim`` (a window was just claim
 ``after-noise`` (a release's differentially private counts are drawn, nothing is stored),
 ``after-ledger-write`` (the release is stored, nothing published), ``mid-publish`` (the records
 are sent, the manifest is not) and ``mid-republish`` (a re-publish from the ledger sent half of a
-release's records, not its manifest: stream/ops/republish.py). The kill is SIGKILL, as from the
+release's records, not its manifest: stream/ops/republish.py); ``aggregate-after-charge`` and
+``aggregate-mid-write`` kill ``anonstream aggregate`` after its spend committed, before the noise and
+while its output is being written. The kill is SIGKILL, as from the
 kernel's OOM killer: no clean-up runs, no transaction commits, nothing is flushed but the log line saying so.
 """
 
