@@ -87,11 +87,14 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
             rep.t = float(emd(counts, counts.sum(axis=0), req.t_distance).max())
             if req.l is not None and req.l > 1:
                 if req.l_kind == "distinct" and rep.l_distinct < req.l:
-                    failures.append(f"a class has {rep.l_distinct} distinct sensitive values, requirement l={req.l}")
+                    few = distinct_l(counts) < req.l
+                    failures.append(f"l-diversity: {int(few.sum())} class(es) ({int(sizes[few].sum())} rows) have "
+                                    f"fewer than l={req.l} distinct values of '{schema.sensitive}' (fewest "
+                                    f"{rep.l_distinct}), requirement l={req.l}")
                 if req.l_kind == "entropy" and rep.l_entropy < req.l - 1e-9:
-                    failures.append(f"entropy l is {rep.l_entropy:.3f}, requirement l={req.l}")
+                    failures.append(f"l-diversity: entropy l is {rep.l_entropy:.3f}, requirement l={req.l}")
                 if req.l_kind == "recursive" and not recursive_cl_ok(counts, req.l, req.c).all():
-                    failures.append(f"a class is not recursive ({req.c},{req.l})-diverse")
+                    failures.append(f"l-diversity: a class is not recursive ({req.c},{req.l})-diverse")
             if req.t is not None and rep.t > req.t + 1e-12:
                 failures.append(f"t-closeness distance {rep.t:.4f} exceeds t={req.t}")
         elif req.needs_sensitive:
@@ -101,3 +104,19 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
     rep.failures = failures
     rep.ok = not failures
     return rep
+
+
+def single_value_classes(rows: pd.DataFrame, qi_names: list[str], sensitive: str) -> pd.DataFrame:
+    """The classes (rows with equal released QI labels) whose rows all share one ``sensitive`` value: their
+    labels, ``rows`` and that ``value``, largest first. Anyone who places a person in one learns the value."""
+    if not len(rows):
+        return pd.DataFrame(columns=[*qi_names, "rows", "value"])
+    labels = rows[qi_names].astype(str)
+    cls, _ = class_index(labels, qi_names)
+    sens = rows[sensitive].astype(str).to_numpy()
+    frame = pd.DataFrame({"cls": cls, "value": sens})
+    stats = frame.groupby("cls").agg(distinct=("value", "nunique"), rows=("value", "size"), value=("value", "first"))
+    single = stats[stats["distinct"] == 1]
+    first = labels.groupby(cls).first().loc[single.index]
+    out = pd.concat([first.reset_index(drop=True), single[["rows", "value"]].reset_index(drop=True)], axis=1)
+    return out.sort_values("rows", ascending=False, kind="stable").reset_index(drop=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,6 +114,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     stages["verify_s"], mark = time.perf_counter() - mark, time.perf_counter()
     peaks["verify"] = _peak_mib()
     risk = batch_risk(schema, frame, release, args.threshold)
+    single = single_offence(schema, release, params.l)  # k only: the classes that give away their offence
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
     table = typed_columns(release.rows, schema)
     release = dataclasses.replace(release, rows=table)  # the typed table holds the labels: drop the first copy
@@ -139,6 +141,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary.update(order)
     summary["codebook"] = codebook
     summary["utility"] = utility
+    if single is not None:
+        summary["single_offence_classes"] = single
     if recorded is not None:
         summary["ledger"] = recorded
     stages["write_s"], peaks["write"] = time.perf_counter() - mark, _peak_mib()
@@ -160,7 +164,26 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
           f"{100 * p['records_at_risk']:.2f}% of records above {args.threshold:g}")
     for warning in risk.get("warnings") or []:
         print(f"warning: {warning}")
+    if single and single["classes"]:
+        print(f"warning: {single['classes']} class(es) ({single['rows']} rows) hold a single value of "
+              f"'{schema.sensitive}': whoever knows a person's {', '.join(schema.qi_names)} learns it. No l was "
+              "asked; -l 2 (or --engine cg-diverse) releases none (listed in the report's single_offence_classes)",
+              file=sys.stderr)
     return 0 if report.ok else 3
+
+
+def single_offence(schema: Schema, release: Release, l_asked: int | None) -> dict[str, object] | None:
+    """When no l >= 2 was asked: the released classes whose rows all share one sensitive value (their QI labels,
+    rows and that value), for the report; None when l was asked, or there is no sensitive attribute or class."""
+    if (l_asked is not None and l_asked > 1) or schema.sensitive is None or release.verification_mode == "k-regular":
+        return None
+    from core.verify.classes import single_value_classes
+
+    found = single_value_classes(release.rows, schema.qi_names, schema.sensitive)
+    listed = [{"labels": {q: r[q] for q in schema.qi_names}, "rows": int(r["rows"]), "value": r["value"]}
+              for r in found.to_dict("records")]
+    return {"sensitive": schema.sensitive, "classes": len(listed), "rows": int(found["rows"].sum()),
+            "list": listed}
 
 
 def batch_risk(schema: Schema, frame: pd.DataFrame, release: Release, threshold: float) -> dict[str, object]:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.columns import build_codebook, release_columns, typed_columns
+from core.columns import build_codebook, day_span, event_date_spans, event_days, release_columns, typed_columns
 from core.encoding import Schema, encode
 from core.engines.registry import get_engine
 from core.engines.warmup import warm_up
@@ -47,7 +47,7 @@ from db import (
 )
 from db.batches import merge_completed
 from db.models import Window
-from db.window_state import carry_duplicates, due_windows, event_span
+from db.window_state import carry_duplicates, due_windows
 from stream.config.settings import Settings, secret_value
 from stream.ops.logs import ctx
 from stream.wire.manifest import build_manifest, release_counts
@@ -252,7 +252,9 @@ class Orchestrator:
                risk: dict[str, Any] | None = None, dp: DpOutcome | None = None) -> str:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
-        table = typed_columns(rows_df, self.schema, context_values(self.context, window))
+        days = event_days([by_id[int(i)].event_time for i in rows_df.index])  # each released report's own day
+        dates = event_date_spans(rows_df, days, self.schema, release.requirement.k)  # never the window's day
+        table = typed_columns(rows_df, self.schema, context_values(self.context, window, dates))
         out = table.astype(object).where(table.notna(), None)
         class_ids = np.asarray(release.class_ids).astype(np.int64)
         rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
@@ -275,7 +277,7 @@ class Orchestrator:
         loss = metrics.get("gcp", metrics.get("loss_metric"))
         utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
         manifest = build_manifest(
-            rid, window, event_span(self.db, released_ids), stations, release, seed, self.settings,
+            rid, window, day_span(days), stations, release, seed, self.settings,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
             checksum=checksum_encoded(encoded), utility=utility, dp=dp.section if dp else None, codebook=build_codebook(
                 self.schema, table, suppressed=len(suppressed_ids), context=self.context,
