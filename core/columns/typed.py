@@ -2,8 +2,9 @@
 
 Column order, fixed by the spec (never by the data): per QI, in spec order, the label then its typed
 columns (:mod:`core.columns.interpret`); the sensitive column; the pass-through columns;
-``suppressed``; then the window context columns the caller passes (``event_date``, ``station_id`` /
-``region``), whose values are the same for every row of a release.
+``suppressed``; then the context columns the caller passes: the event dates ``event_date_lo`` /
+``event_date_hi`` (per equivalence class or per row, :mod:`core.columns.dates`) and the window key
+``station_id`` / ``region`` (the same for every row of a release).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core.columns.base import label_codes
+from core.columns.dates import EVENT_DATES, event_date_columns
 from core.columns.interpret import Column, Interpreter, interpreter
 from core.encoding import Schema
 from core.errors import SpecError
@@ -23,9 +25,7 @@ CLASS_ID = Column("class_id", "integer", "equivalence class of the row within th
                   "class_id share every QI label (a k-regular release numbers each row)")
 SUPPRESSED = Column("suppressed", "boolean", "true when every QI of the row is * (the row says nothing about its "
                     "quasi-identifiers); rows suppressed by the engine are not published, only counted")
-CONTEXT: dict[str, Column] = {
-    "event_date": Column("event_date", "date", "day (UTC) of the window that released the record; reports carried "
-                         "over from an earlier window of the same key carry the releasing window's day"),
+CONTEXT: dict[str, Column] = {  # the window key; the event dates' meaning depends on the spec (core.columns.dates)
     "station_id": Column("station_id", "string", "the station whose window released the record (windows per "
                          "station)"),
     "region": Column("region", "string", "the region whose window released the record (windows per region)"),
@@ -50,7 +50,8 @@ def release_columns(schema: Schema, context: list[str] | tuple[str, ...] = ()) -
         cols.append(Column(spec.sensitive.name, "string", "sensitive attribute, published unchanged"))
     cols.extend(Column(c, "string", "pass-through column, published unchanged") for c in spec.passthrough)
     cols.append(SUPPRESSED)
-    cols.extend(CONTEXT[c] for c in context)
+    dates = {c.name: c for c in event_date_columns(schema)} if set(context) & set(EVENT_DATES) else {}
+    cols.extend(dates[c] if c in dates else CONTEXT[c] for c in context)
     names = [c.name for c in cols]
     dup = sorted({n for n in names if names.count(n) > 1} | ({CLASS_ID.name} & set(names)))
     if dup:
@@ -61,7 +62,8 @@ def release_columns(schema: Schema, context: list[str] | tuple[str, ...] = ()) -
 def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | None = None) -> pd.DataFrame:
     """The published table of released ``rows`` (labels as the engine wrote them; same index).
 
-    ``context`` maps context column names (see :data:`CONTEXT`) to their value for the whole release."""
+    ``context`` maps context column names (see :data:`CONTEXT`) to their value: one for the whole release
+    (the window key), or a sequence with one value per row of ``rows`` (the event dates)."""
     context = context or {}
     spec = schema.spec
     parts: list[pd.DataFrame | pd.Series] = []
@@ -76,8 +78,12 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
         parts.append(rows[col].rename(col))
     parts.append(top.astype("boolean").rename(SUPPRESSED.name))
     for name, value in context.items():
-        dtype = "string" if CONTEXT[name].type in ("string", "date") else None
-        parts.append(pd.Series([value] * len(rows), index=rows.index, name=name, dtype=dtype))
+        dtype = "string"  # ISO days and keys: every context column is text
+        per_row = isinstance(value, list | tuple | np.ndarray | pd.Series)
+        if per_row and len(value) != len(rows):
+            raise ValueError(f"context column {name!r}: {len(value)} values for {len(rows)} rows")
+        values = list(value) if per_row else [value] * len(rows)
+        parts.append(pd.Series(values, index=rows.index, name=name, dtype=dtype))
     expected = [c.name for c in release_columns(schema, list(context))]
     series = {s.name: s for p in parts for s in ([p[c] for c in p.columns] if isinstance(p, pd.DataFrame) else [p])}
     if not series:

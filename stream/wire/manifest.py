@@ -8,7 +8,7 @@ the same bytes. Nothing here identifies a report: counts, spans, parameters and 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
@@ -58,7 +58,22 @@ def release_counts(received: int, released: int, suppressed: int, held_back: int
             **{f"blocked_{rule}": sum(n for (_, r), n in blocked_by.items() if r == rule) for rule in BLOCK_RULES}}
 
 
-def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime | None], stations: list[str],
+def event_window(window: Any, span: tuple[str | None, str | None]) -> dict[str, Any]:
+    """The manifest's ``window``: its id, key, seq and close reason, and the span of the released
+    events: ``first_day`` and ``last_day`` (ISO days, both included) and ``start`` / ``end``, the UTC
+    midnights that bound them (``end`` excluded). A release of carried, merged (a catch-up push of 14
+    days) or backfilled reports spans their days, not the day of the window that released them."""
+    first, last = span
+    if first is None or last is None:  # no event (never for a stored release): the window's own bounds
+        start, end = window.start, window.end
+    else:
+        start = datetime.combine(date.fromisoformat(first), datetime.min.time(), UTC)
+        end = datetime.combine(date.fromisoformat(last), datetime.min.time(), UTC) + timedelta(days=1)
+    return {"id": window.id, "key": window.key, "start": start.isoformat(), "end": end.isoformat(),
+            "first_day": first, "last_day": last, "seq": window.seq, "close_reason": window.close_reason}
+
+
+def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], stations: list[str],
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
                    columns: list[str], checksum: str, codebook: dict[str, Any] | None = None,
@@ -68,14 +83,16 @@ def build_manifest(rid: str, window: Any, span: tuple[datetime | None, datetime 
     time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
     ``timings``, and in the logs). The one exception is ``dp`` (with a spec's ``[dp]``): the noisy count
     tables, their mechanism and each budget block's spend (:mod:`stream.worker.dpcounts`), whose noise is
-    drawn afresh by each computation, never seeded; a re-publish sends the stored manifest."""
+    drawn afresh by each computation, never seeded; a re-publish sends the stored manifest.
+
+    ``span`` is the first and last event day (ISO, :func:`core.columns.day_span`) of the released
+    reports: ``window`` and ``event_time`` state it, to the day (an exact time would single a report out)."""
     first, last = span
     extra = {"dp": dp} if dp is not None else {}
     return clean_json({
         "release_id": rid,
-        "window": {"id": window.id, "key": window.key, "start": window.start.isoformat(),
-                   "end": window.end.isoformat(), "seq": window.seq, "close_reason": window.close_reason},
-        "event_time": {"first": first.isoformat() if first else None, "last": last.isoformat() if last else None},
+        "window": event_window(window, span),
+        "event_time": {"first": first, "last": last},  # days, both included
         "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
         "sample_policy": settings.sample_policy, "link_guard": settings.privacy.link_guard,
         "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,

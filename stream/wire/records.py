@@ -13,8 +13,9 @@ Topics (names configurable in :class:`stream.config.settings.Settings`):
 * ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
   identifiers, no report ids, no fingerprints. ``values`` holds the published table's columns
   (:func:`core.columns.typed_columns`): each QI label with its typed columns (``age_lo``, ``age_hi``,
-  ``suburb_level``, ``suburb_region`` ...), the sensitive value, ``suppressed`` and the window context
-  (``event_date``, ``station_id``); docs/stream.md "Release columns" explains each.
+  ``suburb_level``, ``suburb_region`` ...), the sensitive value, ``suppressed``, the event dates
+  (``event_date_lo``, ``event_date_hi``: :mod:`core.columns.dates`) and the window key (``station_id``);
+  docs/stream.md "Release columns" explains each.
 * ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
 """
 
@@ -24,10 +25,11 @@ import hashlib
 import hmac
 import json
 import math
-from datetime import UTC
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from core.columns.dates import EVENT_DATES
 
 
 def fingerprint(key: bytes, station: str, report_id: str) -> str:
@@ -111,19 +113,27 @@ def record_messages(release_id: str, columns: list[str], rows: list[list[Any]]) 
 
 
 def context_columns(publish: tuple[str, ...], window_by: str) -> list[str]:
-    """Window context published as record columns: ``event_date``, and the window key as ``station_id``
-    (windows per station) or ``region`` (per region); nothing for the key of global windows."""
-    out = ["event_date"] if "event_date" in publish else []
+    """Context published as record columns: the event dates ``event_date_lo`` / ``event_date_hi`` (the
+    spec's ``publish_context`` says ``event_date``), and the window key as ``station_id`` (windows per
+    station) or ``region`` (per region); nothing for the key of global windows."""
+    out = list(EVENT_DATES) if "event_date" in publish else []
     if "station_id" in publish and window_by in ("station", "region"):
         out.append("station_id" if window_by == "station" else "region")
     return out
 
 
-def context_values(names: list[str], window: Any) -> dict[str, Any]:
-    """The context columns' values for every record of a release of ``window`` (as its manifest says)."""
-    start = window.start if window.start.tzinfo else window.start.replace(tzinfo=UTC)  # stored as UTC
-    values = {"event_date": start.astimezone(UTC).date().isoformat(),
-              "station_id": window.key.removeprefix("station:"), "region": window.key.removeprefix("region:")}
+def context_values(names: list[str], window: Any, dates: tuple[Any, Any] | None = None) -> dict[str, Any]:
+    """The context columns' values for the records of a release of ``window``: the key, one value for
+    every record; ``dates``, the rows' ``(event_date_lo, event_date_hi)`` as
+    :func:`core.columns.event_date_spans` gives them (one value per row: never the window's day, which
+    is not the date of carried, merged or backfilled reports)."""
+    values: dict[str, Any] = {"station_id": window.key.removeprefix("station:"),
+                              "region": window.key.removeprefix("region:")}
+    if dates is not None:
+        values.update(zip(EVENT_DATES, dates, strict=True))
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise ValueError(f"no values for context column(s) {missing}")
     return {n: values[n] for n in names}
 
 

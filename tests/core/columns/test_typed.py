@@ -135,11 +135,13 @@ def test_typed_columns_bound_the_original_values(engine, case, crime_input, adul
     params = {"k": 3, "max_suppression": 0.1, **({"l": 2} if engine == "cg-diverse" else {})}  # adult: 2 classes
     release = run(engine, df, schema, params, seed=1)
     assert verify_release(df, release, schema).ok
-    table = typed_columns(release.rows, schema, {"event_date": "2024-01-01", "station_id": "S1"})
-    assert list(table.columns) == [c.name for c in release_columns(schema, ["event_date", "station_id"])]
+    days = ["2024-01-01"] * release.released  # per row (core.columns.dates), the key per release
+    context = {"event_date_lo": days, "event_date_hi": days, "station_id": "S1"}
+    table = typed_columns(release.rows, schema, context)
+    assert list(table.columns) == [c.name for c in release_columns(schema, list(context))]
     assert len(table) == release.released
     _check_row_by_row(schema, df, table)
-    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), context=["event_date", "station_id"])
+    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), context=list(context))
     listed = [c["name"] for c in codebook["columns"]]
     assert listed == ["class_id", *table.columns]  # every published column appears in the codebook
     for qi, entry in codebook["qis"].items():
@@ -149,10 +151,10 @@ def test_typed_columns_bound_the_original_values(engine, case, crime_input, adul
 
 
 def test_crime_columns_have_the_spec_level_names():
-    cols = [c.name for c in release_columns(load_schema("crime"), ["event_date", "station_id"])]
+    cols = [c.name for c in release_columns(load_schema("crime"), ["event_date_lo", "event_date_hi", "station_id"])]
     assert cols == ["age", "age_lo", "age_hi", "sex", "sex_level", "suburb", "suburb_level", "suburb_region",
                     "postcode", "postcode_level", "reporter", "reporter_level", "reporter_group", "offence",
-                    "suppressed", "event_date", "station_id"]
+                    "suppressed", "event_date_lo", "event_date_hi", "station_id"]
 
 
 def test_spec_version_is_the_content_not_the_file():
@@ -176,7 +178,7 @@ def test_labels_read_back_for_edge_cases():
 
 @pytest.mark.parametrize("name", ["crime", "adult", "adult-uci", "nypd"])
 def test_every_bundled_spec_has_distinct_published_columns(name):
-    cols = [c.name for c in release_columns(load_schema(name), ["event_date", "station_id"])]
+    cols = [c.name for c in release_columns(load_schema(name), ["event_date_lo", "event_date_hi", "station_id"])]
     assert len(cols) == len(set(cols)) and "class_id" not in cols
 
 

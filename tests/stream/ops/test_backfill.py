@@ -60,7 +60,8 @@ def test_shuffled_history_is_released_day_by_day(pg, tmp_path) -> None:  # type:
             (DAY + timedelta(days=d)).date().isoformat() for d in range(DAYS)]
         for m in manifests:
             w, span = m["window"], m["event_time"]
-            assert w["start"] <= span["first"] <= span["last"] < w["end"], (w, span)
+            assert (w["first_day"], w["last_day"]) == (span["first"], span["last"]), (w, span)  # days
+            assert w["start"][:10] <= span["first"] <= span["last"] < w["end"][:10], (w, span)
             assert m["counts"]["received"] == PER_DAY
     finally:
         db.dispose()

@@ -19,8 +19,10 @@ def manifest() -> dict:
     schema = load_schema("crime")
     df = generate_crime_reports(np.random.default_rng(3), per_day=200)
     release = run("mondrian", df, schema, {"k": 5}, seed=0)
-    table = typed_columns(release.rows, schema, {"event_date": "2024-03-01", "station_id": "S1"})
-    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), context=["event_date", "station_id"])
+    days = ["2024-03-01"] * release.released
+    context = {"event_date_lo": days, "event_date_hi": days, "station_id": "S1"}
+    table = typed_columns(release.rows, schema, context)
+    codebook = build_codebook(schema, table, suppressed=len(release.suppressed), context=list(context))
     return {"release_id": "r-abc", "engine": "mondrian", "k": 5, "l": None, "codebook": codebook,
             "columns": ["class_id", *table.columns]}
 

@@ -97,9 +97,11 @@ def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -
         assert sum(m["counts"]["duplicates"] for m in manifests) == duplicates == 5
         assert sum(m["counts"]["released"] + m["counts"]["suppressed"] + m["counts"]["blocked"]
                    for m in manifests) + states.get("pending", 0) == len(day1) + len(day2) + len(day3)
-        last = max(manifests, key=lambda m: m["window"]["start"])
-        # its records include the carried day-2 report: the span says so, the window label alone would not
-        assert last["event_time"]["first"][:10] == "2024-03-02" and last["window"]["start"][:10] == "2024-03-03"
+        last = max(manifests, key=lambda m: m["window"]["id"])  # the ids name the windows' own days
+        # its records include the carried day-2 reports: the manifest's window and event span say so, to the day
+        assert last["event_time"] == {"first": "2024-03-02", "last": "2024-03-03"}
+        assert (last["window"]["first_day"], last["window"]["last_day"]) == ("2024-03-02", "2024-03-03")
+        assert last["window"]["start"][:10] == "2024-03-02" and last["window"]["end"][:10] == "2024-03-04"
     finally:
         orch_close = getattr(orch, "close", None)
         if callable(orch_close):
@@ -135,7 +137,7 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
 
         with db.read() as s:
             manifests = sorted((m for m in s.execute(select(Release.manifest)).scalars()),
-                               key=lambda m: m["window"]["start"])
+                               key=lambda m: m["window"]["id"])
             states = dict(s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all())
             held = s.execute(select(func.count()).select_from(PendingReport).where(
                 PendingReport.state == "pending", PendingReport.counted_in.is_not(None))).scalar_one()
@@ -191,7 +193,7 @@ def test_reports_dropped_for_missing_values_are_counted_in_the_manifest(pg, tmp_
         assert len(orch.close_due(now + timedelta(hours=1, minutes=1))) == 1
         with db.read() as s:
             manifests = sorted((m for m in s.execute(select(Release.manifest)).scalars()),
-                               key=lambda m: m["window"]["start"])
+                               key=lambda m: m["window"]["id"])
             dlq = s.execute(select(func.sum(Counter.count)).where(Counter.reason == "missing-value")).scalar_one()
         assert [m["counts"]["dropped_missing"] for m in manifests] == [3, 3]  # 3; then 2 waiting + 1
         assert dlq == 6 and orch.repo.key_tallies(settings.window_key_for("S1")) == (0, 0)

@@ -148,7 +148,9 @@ def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path, monkey
     df = read_releases(dataset)
     assert set(df["release_id"]) == ids and len(df) == sum(m["records"] for m, _ in day_run["releases2"])
     assert str(df["age_lo"].dtype) == "Int64" and str(df["suppressed"].dtype) == "boolean"
-    assert pd.api.types.is_datetime64_any_dtype(df["event_date"]) and "window_date" in df.columns
+    assert pd.api.types.is_datetime64_any_dtype(df["event_date_lo"]) and "window_date" in df.columns
+    assert pd.api.types.is_datetime64_any_dtype(df["event_date_hi"])
+    assert (df["event_date_lo"] <= df["event_date_hi"]).all()
     assert (df["age_lo"].dropna() <= df["age_hi"].dropna()).all()
     assert df.groupby(["age_lo", "age_hi"]).size().sum() == df["age_lo"].notna().sum()
     assert df.groupby("suburb_region").size().sum() == df["suburb_region"].notna().sum()

@@ -42,9 +42,12 @@ def test_records_carry_typed_columns_and_the_window_context(released):  # type: 
         frame = pd.DataFrame([r["values"] for r in records])[columns]  # messages are JSON with sorted keys
         assert set(records[0]["values"]) == set(columns)
         for col in ("age_lo", "age_hi", "suburb_level", "suburb_region", "postcode_level", "reporter_group",
-                    "suppressed", "event_date", "station_id"):
+                    "suppressed", "event_date_lo", "event_date_hi", "station_id"):
             assert col in frame.columns, col
-        assert (frame["event_date"] == DAY.date().isoformat()).all() and (frame["station_id"] == "S1").all()
+        # one day pushed: every class's events span that day alone (core.columns.dates)
+        day = DAY.date().isoformat()
+        assert (frame["event_date_lo"] == day).all() and (frame["event_date_hi"] == day).all()
+        assert (frame["station_id"] == "S1").all()
         # each record's bounds are those its label states, and lie in the range of the pushed ages
         for label, lo, hi in zip(frame["age"], frame["age_lo"], frame["age_hi"], strict=True):
             if label == "*":
