@@ -3,10 +3,12 @@
 The privacy requirement's fields (``k``, ``l``, ``l_kind``, ``c``, ``t``, ``t_distance``,
 ``max_suppression``, ``max_risk``, ``avg_risk``) are declared once, in
 :class:`core.privacy.PrivacyRequirement`; this model extends it with the linking guard and the engine's
-own parameters. One default differs from the requirement's: the stream allows ``max_suppression`` 0.05
-(:data:`STREAM_DEFAULTS`), what it has always used, so a window whose last few rows fit no class is
-released without them rather than carried or held; the batch commands use each engine's default
-(``core.engines.defaults.PRIVACY_DEFAULTS``).
+own parameters. Two defaults differ from the requirement's (:data:`STREAM_DEFAULTS`): the stream allows
+``max_suppression`` 0.05, what it has always used, so a window whose last few rows fit no class is
+released without them rather than carried or held; and it requires distinct ``l`` 2 on the sensitive
+attribute, so no released class gives away its offence to anyone who knows a member's quasi-identifiers
+(issue 39; the default engine is then ``cg-diverse``, :mod:`stream.worker.engine_choice`). The batch
+commands use each engine's default (``core.engines.defaults.PRIVACY_DEFAULTS``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ EngineName = Annotated[str, AfterValidator(_registered)]
 """The engine a feed runs (``Settings.engine``, a feed's ``engine``): a registered name, checked when the
 settings are read, so a typo is one error line before anything starts."""
 
-STREAM_DEFAULTS: dict[str, Any] = {"max_suppression": 0.05}
+STREAM_DEFAULTS: dict[str, Any] = {"max_suppression": 0.05, "l": 2}
 """The stream's privacy defaults that are not the requirement's (docs/operations.md, "Privacy defaults")."""
 
 

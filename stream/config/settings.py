@@ -110,7 +110,8 @@ class Settings(BaseSettings):
     sample_fraction: float = Field(default=1.0, gt=0, le=1, description="share sampled (sample_policy = fraction)")
     sample_max: int = Field(default=10_000, ge=1, description="most reports sampled (sample_policy = max)")
     sample_seed: int = Field(default=0, description="seed of the sampling (mixed with each window id)")
-    engine: EngineName | None = Field(default=None, description="engine name; none = cg-kanon when registered")
+    engine: EngineName | None = Field(default=None, description="engine name; none = cg-diverse when privacy asks "
+                                     "for distinct l >= 2 (the default), cg-kanon when it asks for k only")
     privacy: StreamPrivacy = Field(default_factory=StreamPrivacy, description="what every release must satisfy "
                                    "(stream/config/privacy.py)")
     risk_threshold: float = Field(default=0.2, gt=0, le=1, description="records above this prosecutor risk are "

@@ -7,9 +7,10 @@ Steps for one window (publishing is :meth:`stream.worker.service.WorkerService.p
 3. linking guard, then sampling without replacement (seeded from the window id);
 4. fewer eligible reports than ``min_release_rows`` (default 10 k; k for a window the operator flushed),
    or fewer released after suppression: the window is ``carried`` (its reports wait for the next window);
-5. anonymize with the configured engine (default ``cg-kanon`` with k=5 once registered);
+5. anonymize with the configured engine (default ``cg-diverse`` with k=5, distinct l=2 once registered);
 6. verify independently with :func:`core.verify.verify_release` against the engine's requirement
-   tightened by the operator's ``max_risk`` / ``avg_risk`` settings; on failure the window is ``held``,
+   tightened by the operator's ``max_risk`` / ``avg_risk`` settings and the feed's ``l``; on failure the
+   window is ``held`` (with what to do, :func:`stream.worker.risk.hold_reason`),
    an alert is logged and audited, and nothing is published; the risk profile
    (:func:`core.risk.risk_profile`) goes into the manifest's ``privacy.risk``;
 7. write release + records + fingerprints + pool/window states in one transaction.
@@ -58,7 +59,7 @@ from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
 from stream.worker.engine_choice import resolve_engine
 from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
-from stream.worker.risk import engine_params, policy_requirement, release_risk, warn_unenforced
+from stream.worker.risk import engine_params, hold_reason, policy_requirement, release_risk, warn_unenforced
 from stream.worker.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
 
 log = logging.getLogger(__name__)
@@ -216,7 +217,7 @@ class Orchestrator:
         report = verify_release(frame, release, self.schema, policy_requirement(release.requirement, s))
         timings["verify_s"] = time.perf_counter() - t2
         if not report.ok:
-            self._hold(window, "verification failed: " + "; ".join(report.failures[:3]), now)
+            self._hold(window, hold_reason(report.failures, s, self.engine_name), now)
             return None
         t3 = time.perf_counter()
         rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "",

@@ -1,8 +1,9 @@
-"""Risk bounds and the risk profile of a stream release (docs/risk.md).
+"""Risk bounds, l-diversity and the risk profile of a stream release (docs/risk.md).
 
-The operator's ``max_risk`` / ``avg_risk`` settings are passed to engines that enforce them and are
-always added to the requirement the independent verifier checks, so an engine that cannot enforce
-them (e.g. ``cg-kanon``) has its violating releases held, never published.
+The operator's ``max_risk`` / ``avg_risk`` settings and the feed's ``l`` (distinct 2 by default) are
+passed to engines that enforce them and are always added to the requirement the independent verifier
+checks, so an engine that cannot enforce them (e.g. ``cg-kanon`` for ``l``, or for the risk bounds) has
+its violating releases held, never published, with a reason that says what to do (:func:`hold_reason`).
 """
 
 from __future__ import annotations
@@ -20,13 +21,17 @@ from stream.config.settings import Settings
 
 log = logging.getLogger(__name__)
 RISK_BOUNDS = ("max_risk", "avg_risk")
+L_FIELDS = ("l", "l_kind", "c")  # l-diversity: left to the verifier for an engine without the model "l"
 
 
 def engine_params(settings: Settings, engine: Engine) -> EngineParams:
     """The engine's parameters for this feed's windows, through the one ``make_params``: the privacy
-    settings (the risk bounds the engine cannot enforce left to the verifier), then ``engine_params``."""
+    settings (the risk bounds and l the engine cannot enforce left to the verifier), then ``engine_params``."""
     privacy = settings.privacy
-    left = {b: None for b in RISK_BOUNDS if b not in engine.models}
+    left: dict[str, Any] = {b: None for b in RISK_BOUNDS if b not in engine.models}
+    if "l" not in engine.models:
+        left.update({"l": None, "l_kind": PrivacyRequirement.default_of("l_kind"),
+                     "c": PrivacyRequirement.default_of("c")})
     return make_params(engine, privacy.engine_params, requirement=privacy.model_copy(update=left))
 
 
@@ -36,20 +41,42 @@ def warn_unenforced(settings: Settings, engine: str, engine_models: tuple[str, .
     import core.risk.profile  # noqa: F401  (import cost, about a second, taken before any window is claimed)
 
     left = [b for b in RISK_BOUNDS if getattr(settings.privacy, b) is not None and b not in engine_models]
+    if _asks_l(settings.privacy) and "l" not in engine_models:
+        left.append(f"l={settings.privacy.l}")
     if left:
         log.warning("engine %s cannot enforce %s: the verifier will hold every window whose release exceeds it",
                     engine, ", ".join(left))
     return left
 
 
+def _asks_l(req: PrivacyRequirement) -> bool:
+    return req.l is not None and req.l > 1
+
+
 def policy_requirement(req: PrivacyRequirement, settings: Settings) -> PrivacyRequirement:
-    """The engine's requirement tightened by the operator's risk bounds: what the verifier checks."""
-    update = {}
+    """The engine's requirement tightened by the operator's risk bounds and the feed's l: what the verifier
+    checks. An engine's own l stands when it is at least the feed's of the same kind."""
+    update: dict[str, Any] = {}
     for b in RISK_BOUNDS:
         mine, theirs = getattr(settings.privacy, b), getattr(req, b)
         if mine is not None:
             update[b] = mine if theirs is None else min(mine, theirs)
+    feed = settings.privacy
+    if _asks_l(feed) and not (_asks_l(req) and req.l_kind == feed.l_kind and req.l >= feed.l  # type: ignore[operator]
+                              and (req.l_kind != "recursive" or req.c <= feed.c)):
+        update.update(l=feed.l, l_kind=feed.l_kind, c=feed.c)
     return req.model_copy(update=update) if update else req
+
+
+def hold_reason(failures: list[str], settings: Settings, engine: str) -> str:
+    """Why a window whose release failed verification is held; when l-diversity failed, also what to do."""
+    reason = "verification failed: " + "; ".join(failures[:3])
+    if any("l-diversity" in f for f in failures):
+        reason += (f" -- the feed requires l={settings.privacy.l} ({settings.privacy.l_kind}) on the sensitive "
+                   f"attribute and engine {engine} did not meet it: run an engine that enforces l (leave the "
+                   "engine unset for the default cg-diverse, or mondrian), or set privacy l = 1 only if a class "
+                   "whose members share one offence may be published")
+    return reason
 
 
 def k_regular_risk(k: int, records: int, threshold: float) -> dict[str, Any]:

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.registry import engine_names, make_params
+from core.engines.registry import engine_names, get_engine, make_params
 from core.privacy.requirement import PrivacyRequirement
 from stream.config.names import accepted, leaves
 from stream.config.privacy import StreamPrivacy
 from stream.config.reference import DOC, ENV_ONLY, render
 from stream.config.settings import Settings
+from stream.worker.risk import engine_params
 
 ROOT = Path(__file__).resolve().parents[3]
 READ = re.compile(r"""(?:environ(?:\.get)?[(\[]|getenv\()\s*["'](ANONSTREAM_[A-Z0-9_]+)["']""")
@@ -62,8 +63,13 @@ def test_each_engine_takes_its_privacy_defaults_from_the_one_table() -> None:
 
 def test_the_stream_default_is_declared_once_and_passed_to_every_engine() -> None:
     assert Settings().privacy.max_suppression == StreamPrivacy.default_of("max_suppression") == 0.05
+    assert Settings().privacy.l == StreamPrivacy.default_of("l") == 2  # issue 39: distinct l 2 by default
     for name in ("kgen", "local-recode", "cg-kanon", "optimal"):
-        assert make_params(name, requirement=Settings().privacy).max_suppression == 0.05, name
-    # what the stream leaves unset is the engine's; engine_params win over the privacy fields
-    assert make_params("cg-diverse", requirement=Settings().privacy).l == 3
+        params = engine_params(Settings(), get_engine(name))  # what the worker passes
+        assert params.max_suppression == 0.05, name
+        # l goes to the engines that enforce it; the others run without it and the verifier checks it
+        assert params.l == (2 if "l" in get_engine(name).models else None), name
+    # the stream's l wins over the engine's own default (cg-diverse's 3); engine_params win over both
+    assert make_params("cg-diverse", requirement=Settings().privacy).l == 2
+    assert make_params("cg-diverse", {"l": 3}, requirement=Settings().privacy).l == 3
     assert make_params("kgen", {"max_suppression": 0.0}, requirement=Settings().privacy).max_suppression == 0.0

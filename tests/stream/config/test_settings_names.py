@@ -125,7 +125,7 @@ outputs = {{ records = "a.out", releases = "a.rel", dlq = "a.dlq" }}
     ("privacy = { k = 0 }", r"feed\[1\]\.privacy\.k: Input should be greater than or equal to 1"),
     ("windows = { feed = 'b' }", r"feed\[1\]\.windows\.feed: unknown key"),
     ("windows = { size_s = 0 }", r"feed\[1\]\.windows\.size_s: Input should be greater than or equal to 1"),
-    ("privacy = { l_kind = 'entropy' }", "feed 'a': privacy: l_kind 'entropy' needs a value for l"),
+    ("privacy = { l = 0 }", r"feed\[1\]\.privacy\.l: Input should be greater than or equal to 1"),
 ])
 def test_a_feeds_bad_group_value_is_one_line(tmp_path: Path, extra: str, message: str) -> None:
     path = tmp_path / "feeds.toml"

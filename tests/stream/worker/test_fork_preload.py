@@ -46,9 +46,9 @@ def test_the_worker_process_never_imports_numba_or_the_engine(tmp_path: Path) ->
         from stream.worker.app import create_app
         settings = Settings.model_validate_json({settings.model_dump_json()!r})
         app, service = create_app(settings)
-        print(sorted(m for m in ("numba", "scipy", "core.engines.cg.kanon") if m in sys.modules))
+        print(sorted(m for m in ("numba", "scipy", "core.engines.cg.diverse") if m in sys.modules))
         print(service.orchestrator.engine_name)
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["[]", "cg-kanon"]
+    assert done.stdout.split("\n")[:2] == ["[]", "cg-diverse"]  # the default engine under the default l = 2

@@ -27,7 +27,8 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 # Work budgets only: time_limit = 0 turns the engines' wall-clock safety cap off (pbg-ea has none).
 NO_WALL_CAP = {"engine_params": {"time_limit": 0}}
-ENGINES: dict[str, dict[str, Any]] = {"cg-kanon": NO_WALL_CAP, "ils": NO_WALL_CAP,
+# cg-kanon and ils enforce k only: run with l = 1 (k only), not the stream's default distinct l = 2
+ENGINES: dict[str, dict[str, Any]] = {"cg-kanon": {"l": 1, **NO_WALL_CAP}, "ils": {"l": 1, **NO_WALL_CAP},
                                       "cg-diverse": {"l": 2, **NO_WALL_CAP},
                                       "pbg-ea": {"engine_params": {"population": 8, "iterations": 10}}}
 
