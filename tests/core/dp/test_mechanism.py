@@ -66,7 +66,8 @@ def test_rho_and_epsilon_convert_both_ways_by_opendps_own_conversion() -> None:
         rho = rho_from_epsilon(eps, delta)
         assert epsilon_from_rho(rho, delta) <= eps  # never a rho that spends more than asked
         assert epsilon_from_rho(rho, delta) == pytest.approx(eps, rel=1e-8)
-        meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64), scale=1 / math.sqrt(2 * rho))
+        meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64),
+                                  scale=1 / math.sqrt(2 * rho))
         assert dp.c.make_zCDP_to_approxDP(meas).map(1).epsilon(delta) == pytest.approx(eps, rel=1e-8)  # OpenDP's map
         assert eps <= rho + 2 * math.sqrt(rho * math.log(1 / delta))  # tighter than Bun & Steinke's bound
     with pytest.raises(ValueError):
