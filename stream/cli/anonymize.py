@@ -30,7 +30,9 @@ Examples:
   anonstream anonymize reports.csv --spec crime --engine mondrian -k 10 -l 3 --out out.csv
 
 The output has each quasi-identifier's label followed by typed columns (age_lo/age_hi bounds,
-suburb_level and suburb_region ..., a boolean 'suppressed'); the --report JSON carries the codebook
+suburb_level and suburb_region ..., a boolean 'suppressed') and, when the file has the spec's time
+column, event_date_lo/event_date_hi: the first and last event day of the row's equivalence class (or
+its date QI's period); the --report JSON carries the codebook
 that explains every column (docs/stream.md, "Release columns") and the utility report: per QI level
 and for the sensitive attribute the original and released counts and their distance, and the largest
 cell error of the spec's two-way table (docs/risk.md, "Utility").
@@ -74,6 +76,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     from core.errors import ParamsError
     from core.metrics.utility import utility_paragraph, utility_report
     from core.verify import verify_release
+    from stream.batch.dates import batch_event_dates
     from stream.cli._paths import check_paths
     from stream.cli._progress import ProgressPrinter
     from stream.io.specs import load_schema
@@ -116,12 +119,13 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     risk = batch_risk(schema, frame, release, args.threshold)
     single = single_offence(schema, release, params.l)  # k only: the classes that give away their offence
     # the published table: each QI label with its typed columns, as on the stream (docs/stream.md)
-    table = typed_columns(release.rows, schema)
+    dates, span = batch_event_dates(schema, frame, release)  # each class's event days, never a made-up date
+    table = typed_columns(release.rows, schema, dates)
     release = dataclasses.replace(release, rows=table)  # the typed table holds the labels: drop the first copy
     utility = utility_report(schema, frame, table)  # the data owner's file: the full figures
     del frame  # the input is not needed any more
     codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False,
-                              utility=utility_paragraph(utility))
+                              context=list(dates), utility=utility_paragraph(utility))
     out_cols = list(table.columns)
     stages["report_s"], mark = time.perf_counter() - mark, time.perf_counter()
     peaks["report"] = _peak_mib()
@@ -140,6 +144,8 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
     summary["codebook"] = codebook
+    if dates:
+        summary["event_time"] = {"first": span[0], "last": span[1]}  # days, as a stream manifest states them
     summary["utility"] = utility
     if single is not None:
         summary["single_offence_classes"] = single
