@@ -14,12 +14,21 @@ fingerprint"). :func:`canonical_value` reads a value the way its column's hierar
   tells apart two leaves that differ only in case or layout (a table listing both ``M`` and ``m``):
   then the text stays as written, as the hierarchy matches it.
 
-A value that does not parse (which the contract refuses anyway) is its trimmed text. Pure: no I/O.
+A value that does not parse (which the contract refuses anyway) is its trimmed text.
+
+Identifiers that key state (station ids, report ids) have their own, simpler rule,
+:func:`canonical_id`: surrounding whitespace dropped, and an id of digits only compared as a number
+(``08``, ``8`` and `` 8 `` are station ``8``). Every place that stores or matches such an id (ledger,
+fingerprints, budget blocks, pools, windows, the station registry, batch markers, receipts, CLI and
+console look-ups) uses it, so one station never gets two budgets, pools or window series because two
+exports spell it differently. :func:`id_collisions` and :func:`collision_lines` name the spellings
+of a file that become one id. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
 
@@ -29,10 +38,12 @@ from core.hierarchies.dates import DateHierarchy
 from core.hierarchies.intervals import IntervalHierarchy, fmt_number
 from core.hierarchies.table import TableHierarchy
 
-__all__ = ["canonical_number", "canonical_value", "folds_case"]
+__all__ = ["canonical_id", "canonical_number", "canonical_value", "collision_lines", "folds_case", "id_collisions",
+           "station_id"]
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INTEGER = re.compile(r"[+-]?\d+")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def _text(value: object) -> str:
@@ -86,3 +97,43 @@ def canonical_value(hierarchy: Hierarchy | None, value: object) -> str:
     if isinstance(hierarchy, TableHierarchy) and not folds_case(hierarchy):
         return text
     return _fold(text)
+
+
+def canonical_id(value: object) -> str:
+    """The one form in which a station id or report id keys anything: surrounding whitespace dropped,
+    and an id of ASCII digits only written as its number without leading zeros (``08`` and `` 8 `` are
+    ``8``; ``0`` and ``00`` are ``0``). Any other id is only trimmed: ``S08``, ``8a`` and ``-8`` keep
+    their zeros and signs, case stays as written. Idempotent."""
+    text = str(value).strip()
+    if _DIGITS.fullmatch(text):
+        return text.lstrip("0") or "0"
+    return text
+
+
+station_id = canonical_id  # the name the budget-block code uses for a station's id
+
+
+def id_collisions(values: Iterable[object]) -> dict[str, list[str]]:
+    """The ids that two or more different spellings in ``values`` turn into: ``{canonical id: spellings}``
+    (each spelling as written, sorted), e.g. ``{"8": ["08", "8"]}``. Missing values (None, blank) are
+    skipped."""
+    spellings: dict[str, set[str]] = {}
+    for value in values:
+        if value is None or (text := str(value)).strip() == "":
+            continue
+        spellings.setdefault(canonical_id(text), set()).add(text)
+    return {key: sorted(found) for key, found in sorted(spellings.items()) if len(found) > 1}
+
+
+def collision_lines(what: str, collisions: dict[str, list[str]], limit: int = 5) -> list[str]:
+    """One warning line per canonical id of :func:`id_collisions` (at most ``limit``, then a count), e.g.
+    "station ids `08` and `8` are one station after normalisation (leading zeros and spaces are
+    ignored)"; ``what`` names the kind of id ("station", "report")."""
+    out = []
+    for spellings in list(collisions.values())[:limit]:
+        shown = [f"`{s}`" for s in spellings]
+        names = ", ".join(shown[:-1]) + f" and {shown[-1]}"
+        out.append(f"{what} ids {names} are one {what} after normalisation (leading zeros and spaces are ignored)")
+    if len(collisions) > limit:
+        out.append(f"... and {len(collisions) - limit} more {what} id(s) written in more than one way")
+    return out

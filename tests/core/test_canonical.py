@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from datetime import date
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from core.canonical import canonical_number, canonical_value, folds_case
+from core.canonical import (
+    canonical_id,
+    canonical_number,
+    canonical_value,
+    collision_lines,
+    folds_case,
+    id_collisions,
+    station_id,
+)
 from core.hierarchies import DateHierarchy, IntervalHierarchy, MaskHierarchy, TableHierarchy
 
 US = DateHierarchy("arrest_date", fmt="us")
@@ -64,3 +72,44 @@ def test_zero_padding_never_changes_a_number(age: int, pad: int) -> None:
 def test_padded_and_unpadded_us_dates_are_one_day(day) -> None:  # type: ignore[no-untyped-def]
     padded, bare = day.strftime("%m/%d/%Y"), f"{day.month}/{day.day}/{day.year}"
     assert canonical_value(US, padded) == canonical_value(US, bare) == day.isoformat()
+
+
+# --- station and report ids: one canonical form (core.canonical.canonical_id) -------------------------
+
+_SPACE = st.text(alphabet=" \t", max_size=3)
+
+
+@given(st.integers(min_value=0, max_value=10**40), st.integers(min_value=0, max_value=6), _SPACE, _SPACE)
+def test_a_digit_only_id_is_its_number_whatever_its_zeros_and_spaces(n: int, zeros: int, left: str,
+                                                                      right: str) -> None:
+    spelled = f"{left}{'0' * zeros}{n}{right}"
+    assert canonical_id(spelled) == canonical_id(n) == str(n)
+    assert canonical_id(canonical_id(spelled)) == canonical_id(spelled)  # idempotent
+
+
+@given(st.text(alphabet="AZaz09._- ", min_size=1, max_size=12), _SPACE, _SPACE)
+def test_an_id_that_is_not_digits_only_is_only_trimmed(text: str, left: str, right: str) -> None:
+    trimmed = text.strip()
+    assume(trimmed and not trimmed.isdigit())  # digit-only ids: the test above
+    assert canonical_id(f"{left}{text}{right}") == trimmed  # zeros, case and inner characters kept
+
+
+def test_id_examples() -> None:
+    assert [canonical_id(v) for v in ("08", " 8 ", "8", "0", "00", "S08", "8a", "-8", "+8", "08.0")] == \
+        ["8", "8", "8", "0", "0", "S08", "8a", "-8", "+8", "08.0"]
+    assert canonical_id("٣") == "٣"  # only ASCII digits are read as a number
+    assert station_id is canonical_id
+
+
+def test_collisions_name_every_spelling_of_one_id() -> None:
+    found = id_collisions(["08", "8", " 8", "S1", "S1", None, "", "007", "7", "S01"])
+    assert found == {"7": ["007", "7"], "8": [" 8", "08", "8"]}
+    lines = collision_lines("station", found)
+    assert lines == ["station ids `007` and `7` are one station after normalisation (leading zeros and spaces are "
+                     "ignored)",
+                     "station ids ` 8`, `08` and `8` are one station after normalisation (leading zeros and spaces "
+                     "are ignored)"]
+    many = id_collisions(f"{'0' * z}{i}" for i in range(1, 9) for z in (0, 1))
+    assert len(many) == 8 and collision_lines("report", many, limit=3)[-1] == \
+        "... and 5 more report id(s) written in more than one way"
+    assert id_collisions(["S1", "S2", "8"]) == {}
