@@ -47,8 +47,10 @@ Examples:
 
 
 def cmd_consume(args: argparse.Namespace) -> int:
+    from stream.cli._paths import check_output_folder
     from stream.ops.runtime import quiet_clients
 
+    check_output_folder("--out", args.out)  # before the broker is asked anything
     quiet_clients(getattr(args, "verbose", False))
     from stream.analyst.consumer import follow_releases
     from stream.analyst.export import write_release, written_release_ids

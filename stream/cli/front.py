@@ -21,6 +21,7 @@ from core.lattice import Lattice
 from core.schema import DatasetSpec, parse_spec
 from stream.cli._paths import check_paths
 from stream.cli._progress import ProgressPrinter
+from stream.io.atomic import write_atomic, write_text_atomic
 from stream.io.specs import load_spec_data
 from stream.io.tables import read_for_spec
 
@@ -158,14 +159,15 @@ def cmd_front(args: argparse.Namespace) -> int:
         print(f"exhaustive front: {len(reference)} minimal PBGs")
     if args.png:
         vals = np.array([m.vector(params.objectives) for m in front])
-        save_front_png(args.png, objectives, vals, reference, selected, f"PBG-EA front ({', '.join(objectives)})")
+        write_atomic(args.png, lambda tmp: save_front_png(tmp, objectives, vals, reference, selected,
+                                                          f"PBG-EA front ({', '.join(objectives)})"), option="--png")
         print(f"wrote {args.png}")
     if args.json:
         out = {**diag, "front": rows, "qis": schema.qi_names, "runtime_s": runtime, "policy": args.select,
                "selected": selected, "eta": params.max_suppression, "input": str(args.input)}
         if reference is not None:
             out["reference"] = reference.tolist()
-        Path(args.json).write_text(json.dumps(out, indent=2, default=_jsonable))
+        write_text_atomic(args.json, json.dumps(out, indent=2, default=_jsonable), option="--json")
     if failure is not None:
         raise failure
     return 0

@@ -7,6 +7,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from core.errors import InputDataError
 from core.generators import CrimeChunk, iter_crime_reports
 from stream.cli._paths import check_output
 from stream.cli._progress import ProgressPrinter
+from stream.io.atomic import atomic_writer
 
 GENERATE_HELP = """\
 Generate realistic synthetic crime reports (core/generators/crime.py) for demos, tests and benchmarks.
@@ -33,41 +35,35 @@ FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 
 def cmd_crime_reports(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    check_output("--out", out)
     fmt = FORMATS.get(out.suffix.lower())
     if fmt is None:
         raise InputDataError(f"--out must end in .jsonl, .ndjson or .csv; got '{out.name}'", reason="invalid-input")
-    check_output("--out", out)
     total_chunks = args.stations * args.days
     progress = ProgressPrinter("generate")
-    tmp = out.with_name(out.name + ".part")
     chunks = iter_crime_reports(np.random.default_rng(args.seed), stations=args.stations, days=args.days,
                                 per_day=args.per_day, start=args.start)
     first = next(chunks)  # validates the arguments before any file is created
-    try:
-        rows = _write(tmp, fmt, itertools.chain([first], chunks), total_chunks, args, progress)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    tmp.replace(out)
+    with atomic_writer(out, newline="", option="--out") as fh:  # whole or not at all (stream/io/atomic.py)
+        rows = _write(fh, fmt, itertools.chain([first], chunks), total_chunks, args, progress)
     print(f"wrote {rows} reports ({args.stations} station(s) x {args.days} day(s) x {args.per_day}) "
           f"to {out}")
     return 0
 
 
-def _write(tmp: Path, fmt: str, chunks: Iterator[CrimeChunk], total_chunks: int, args: argparse.Namespace,
+def _write(fh: IO[str], fmt: str, chunks: Iterator[CrimeChunk], total_chunks: int, args: argparse.Namespace,
            progress: ProgressPrinter) -> int:
     rows = 0
-    with tmp.open("w", encoding="utf-8", newline="") as fh:
-        for i, chunk in enumerate(chunks):
-            frame = chunk.frame
-            if fmt == "csv":
-                frame.to_csv(fh, index=False, header=i == 0, lineterminator="\n")
-            else:
-                for rec in frame.to_dict(orient="records"):
-                    rec["age"] = int(rec["age"])
-                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            rows += len(frame)
-            progress((i + 1) / total_chunks, f"day {chunk.day + 1}/{args.days} station {chunk.station}: {rows} rows")
+    for i, chunk in enumerate(chunks):
+        frame = chunk.frame
+        if fmt == "csv":
+            frame.to_csv(fh, index=False, header=i == 0, lineterminator="\n")
+        else:
+            for rec in frame.to_dict(orient="records"):
+                rec["age"] = int(rec["age"])
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        rows += len(frame)
+        progress((i + 1) / total_chunks, f"day {chunk.day + 1}/{args.days} station {chunk.station}: {rows} rows")
     return rows
 
 

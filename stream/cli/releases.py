@@ -174,10 +174,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from db import Database, ReleaseRepository
+    from stream.cli._paths import check_output
     from stream.config.settings import load_settings
     from stream.ops.locate import check_database, resolve
     from stream.ops.republish import export
 
+    check_output("--out", args.out)  # a regular file (or a new one) in an existing folder, before any work
     settings = resolve(load_settings(database_url=args.database), need_database=True)
     check_database(settings.db_url())
     repo = ReleaseRepository(Database(settings.db_url()))
@@ -190,10 +192,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``releases report ID --out FILE.html``: the release's sign-off page (stream/console/report.py)."""
-    from pathlib import Path
 
     from stream.cli._paths import check_output
     from stream.console.report import render
+    from stream.io.atomic import write_text_atomic
 
     check_output("--out", args.out)
     svc = console_service(args)
@@ -201,7 +203,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     d = guarded(lambda: svc.release(args.id))
     if d is None:
         raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
-    Path(args.out).write_text(render(d), encoding="utf-8")
+    write_text_atomic(args.out, render(d), option="--out")
     act = sum(1 for w in d.get("warnings") or [] if w["kind"] == "act")
     print(f"release {args.id}: sign-off report written to {args.out}"
           + (f" ({act} warning(s) to act on)" if act else ""))

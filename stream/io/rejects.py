@@ -7,7 +7,9 @@ ignores the ``reject_`` columns). The note column's header, :data:`NOTE`, says t
 identifiers; a ``.jsonl`` rejects file starts with a ``{"reject_note": ...}`` line instead, then holds
 the original objects with the ``reject_`` keys added.
 
-The file is created readable by its owner only (0600). CSV cells a spreadsheet would run as formulas
+The file is readable by its owner only (0600), written under a temporary name and put in place whole
+when push ends (:class:`stream.io.atomic.AtomicFile`): an interrupted push leaves the old rejects file
+as it was. CSV cells a spreadsheet would run as formulas
 (``=``, ``+``, ``-``, ``@`` ...) get a leading quote, as in every CSV we write
 (:mod:`stream.wire.csvsafe`); plain numbers such as ``-5`` are left alone, and push removes the quotes
 when it reads the file back (:func:`stream.io.rows.iter_rows`). None of this leaves the station's
@@ -19,7 +21,6 @@ from __future__ import annotations
 import csv
 import difflib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,6 +29,7 @@ from core import contract
 from core.checks import allowed_values
 from core.encoding import Schema
 from core.hierarchies import DateHierarchy, IntervalHierarchy
+from stream.io.atomic import AtomicFile
 from stream.io.rows import REJECT_COLUMNS, is_reject_column
 from stream.station.producer import Rejection
 from stream.wire.csvsafe import neutralize
@@ -60,11 +62,11 @@ class RejectsWriter:
         self.count = 0
         self._fh: TextIO | None = None
         self._csv: Any = None
+        self._file: AtomicFile | None = None
 
     def _open(self) -> TextIO:
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_TRUNC
-        return open(fd, "w", encoding=self.encoding, errors="replace", newline="")  # a hint may not fit
+        self._file = AtomicFile(self.path, perm=0o600, option="--rejects")  # 0600 from the start
+        return open(self._file.tmp, "w", encoding=self.encoding, errors="replace", newline="")  # a hint may not fit
 
     def write(self, row: dict[str, Any], rejection: Rejection) -> None:
         d = rejection.detail
@@ -88,8 +90,11 @@ class RejectsWriter:
         self.count += 1
 
     def close(self) -> None:
-        if self._fh is not None:
+        """Put the file in place (the rows rejected so far), if any row was rejected."""
+        if self._fh is not None and self._file is not None:
             self._fh.close()
+            self._file.commit()
+            self._fh = self._file = None
 
 
 class Hints:

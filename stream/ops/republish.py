@@ -183,10 +183,13 @@ def republish_missing(settings: Settings, db: Database | None = None) -> list[st
 
 
 def export(repo: ReleaseRepository, release_id: str, out: Path) -> int:
-    """Write the release's messages as JSON lines: its records in order, then its manifest."""
+    """Write the release's messages as JSON lines: its records in order, then its manifest (the file
+    replaced whole, :func:`stream.io.atomic.atomic_writer`)."""
+    from stream.io.atomic import atomic_writer
+
     manifest, records = encoded(repo, release_id)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("wb") as fh:
+    with atomic_writer(out, "wb", option="--out") as fh:
         for value in records:
             fh.write(value + b"\n")
         fh.write(manifest + b"\n")

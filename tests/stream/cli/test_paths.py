@@ -132,3 +132,66 @@ def test_push_reads_parquet_without_sniffing_its_bytes(files, capsys) -> None:  
     argv, _option = COMMANDS["push"]
     assert main(argv(str(parquet), str(files["out"]), str(files["spec"]))) == 3  # read whole, no broker
     assert "error: broker kafka://127.0.0.1:1 is unreachable" in capsys.readouterr().err
+
+
+OUTPUTS = {  # every command that writes a file or a folder: argv for an output path (input, spec); its option
+    **{name: (argv, option) for name, (argv, option) in COMMANDS.items() if option},
+    "aggregate": (lambda i, o, s: ["aggregate", i, "--spec", s, "--by", "sex", "--epsilon", "1", "--out", o], "--out"),
+    "generate": (lambda i, o, s: ["generate", "crime-reports", "--per-day", "5", "--out", o], "--out"),
+    "releases export": (lambda i, o, s: ["releases", "export", "r1", "--out", o], "--out"),
+    "releases report": (lambda i, o, s: ["releases", "report", "r1", "--out", o], "--out"),
+    "consume": (lambda i, o, s: ["consume", *BROKER, "--out", o], "--out"),
+    "demo": (lambda i, o, s: ["demo", "--out", o], "--out"),
+}
+FOLDERS = {"consume", "demo"}  # their --out is a folder
+
+
+def _kinds(tmp_path: Path) -> dict[str, Path]:
+    """Outputs that are not regular files: the device /dev/null, a FIFO, a link to nothing, a link to a folder."""
+    import os
+
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "nothing.csv")
+    (tmp_path / "to-folder.csv").symlink_to(tmp_path / "folder")
+    os.mkfifo(tmp_path / "fifo.csv")
+    return {"device": Path("/dev/null"), "fifo": tmp_path / "fifo.csv", "dangling": tmp_path / "dangling.csv",
+            "link-to-folder": tmp_path / "to-folder.csv"}
+
+
+@pytest.mark.parametrize("command", OUTPUTS)
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(files, capsys, tmp_path,  # type: ignore[no-untyped-def]
+                                                                       command: str) -> None:
+    """``--out /dev/null`` never replaces the device (nor a FIFO, nor what a link points to): one line, exit 2."""
+    import os
+
+    argv, option = OUTPUTS[command]
+    for kind, path in _kinds(tmp_path).items():
+        if command in FOLDERS and kind == "link-to-folder":
+            continue  # a link to a folder is a folder
+        before = os.lstat(path)
+        assert main(argv(str(files["export"]), str(path), str(files["spec"]))) == 2, kind
+        _one_error(capsys, f"{option} {path}")
+        after = os.lstat(path)
+        assert (after.st_mode, after.st_ino, after.st_rdev, after.st_uid) == (
+            before.st_mode, before.st_ino, before.st_rdev, before.st_uid), kind
+    assert not (tmp_path / "nothing.csv").exists() and list((tmp_path / "folder").iterdir()) == []
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".csv.tmp"))]
+
+
+@pytest.mark.parametrize("command", ["spec draft", "generate", "anonymize", "anonymize --report"])
+def test_a_link_to_a_file_is_written_through_and_stays_a_link(files, capsys, tmp_path, command: str) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    argv, _option = OUTPUTS[command]
+    real = tmp_path / "folder" / "real.csv"
+    real.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    assert main(argv(str(files["export"]), str(link), str(files["spec"]))) == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert real.read_text() != "old\n" and real.stat().st_size > 0
+    assert sorted(p.name for p in real.parent.iterdir()) == ["real.csv"]
+
+
+def test_spec_draft_prints_for_an_out_of_dash(files, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["spec", "draft", str(files["export"]), "--out", "-"]) == 0
+    assert "[[qi]]" in capsys.readouterr().out and not Path("-").exists()
