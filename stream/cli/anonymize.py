@@ -135,11 +135,13 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     recorded = batch_history.record(args, history, release, report, published, out_cols)  # before --out
     del published
     if args.out:
+        from stream.io.atomic import write_atomic
         from stream.io.csvout import write_csv
         from stream.wire.csvsafe import neutralize_frame
 
         raw = [c.strip() for c in (args.raw_columns or "").split(",") if c.strip()]
-        write_csv(table, args.out, ids, lambda distinct: neutralize_frame(distinct, raw), positions)
+        write_atomic(args.out, lambda tmp: write_csv(table, tmp, ids, lambda distinct: neutralize_frame(distinct, raw),
+                                                     positions), option="--out")  # whole or not at all
     summary = release.summary()
     summary["privacy"] = {**summary["privacy"], "risk": risk}
     summary.update(order)
@@ -159,7 +161,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
                     "input": str(args.input), "rows": n_rows, "dropped_missing": dropped,
                     "verification": report.as_dict()})
     if args.report:
-        Path(args.report).write_text(json.dumps(summary, indent=2, default=_jsonable))
+        from stream.io.atomic import write_text_atomic
+
+        write_text_atomic(Path(args.report), json.dumps(summary, indent=2, default=_jsonable), option="--report")
     print(f"{engine.name}: released {release.released} rows, suppressed {len(release.suppressed)}, "
           f"k={report.k}" + (f", l={report.l_distinct}" if report.l_distinct is not None else "")
           + f", loss={release.metrics.get('loss_metric', float('nan')):.4f}, {runtime:.2f}s"

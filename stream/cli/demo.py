@@ -75,11 +75,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from db import Database, ReleaseRepository
     from stream.analyst.consumer import follow_releases
     from stream.analyst.export import write_release
+    from stream.cli._paths import check_output_folder
     from stream.ops.broker import free_port
     from stream.ops.runtime import embedded, spawn_worker, stop_process
     from stream.station.producer import make_producer
     from stream.station.simulate import bad_reports, generate_day, push_day
 
+    check_output_folder("--out", args.out)  # a file or a device given as the folder: one line, nothing started
     settings = _demo_settings(args)
     out_dir = Path(args.out) if args.out else settings.data_dir / "releases"
     if not args.out:  # the demo's own folder holds this run's releases only

@@ -63,12 +63,14 @@ def cmd_draft(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from core.errors import SpecError
-    from stream.cli._paths import check_paths
+    from stream.cli._paths import check_output, check_paths
+    from stream.io.atomic import is_stdout, write_text_atomic
     from stream.io.tables import read_table
     from stream.specdraft.draft import make_draft
     from stream.specdraft.fit import fit
 
-    check_paths((args.input,), {"--out": args.out})
+    check_paths((args.input,))
+    check_output("--out", args.out, stdout_ok=True)  # "-": print it
     frame = read_table(args.input)
     sampled = args.sample is not None and len(frame) > args.sample
     if sampled:
@@ -79,9 +81,9 @@ def cmd_draft(args: argparse.Namespace) -> int:
         raise SpecError("no quasi-identifier found by name or type; write the [[qi]] entries by hand (docs/spec.md)")
     k, max_suppression = _check_defaults(args)
     text = fit(draft, frame, Path(args.input).name, sampled, k, max_suppression)  # spec check on the same rows
-    if args.out:
+    if args.out and not is_stdout(args.out):
         out = Path(args.out)
-        out.write_text(text, encoding="utf-8")
+        write_text_atomic(out, text, option="--out")
         roles = {r: len(draft.role(r)) for r in ("identifier", "qi", "sensitive", "passthrough", "dropped")}
         print(f"spec draft: wrote {out}: " + ", ".join(f"{n} {r}" for r, n in roles.items())
               + f"; spec check on the {len(frame)} drafted rows: fits"
@@ -139,7 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d = ssub.add_parser("draft", help="write a reviewable spec from a CSV/JSONL/Parquet sample",
                         description=DRAFT_HELP, formatter_class=fmt)
     d.add_argument("input", help="sample file (.csv with a header row, .jsonl or .parquet)")
-    d.add_argument("--out", help="write the spec here (default: print it)")
+    d.add_argument("--out", help="write the spec here (default, or -: print it)")
     d.add_argument("--name", help="dataset name (default: the file name)")
     d.add_argument("--max-qi", type=int, default=8, help="propose at most this many quasi-identifiers (default 8)")
     d.add_argument("--sample", type=int, default=None, help="use only the first N rows")
