@@ -143,7 +143,7 @@ def test_a_grouping_without_a_public_domain_stops_the_worker_at_start_up(tmp_pat
 
     text = resolve_spec_path(spec_ref()).read_text(encoding="utf-8")
     path = tmp_path / "bad.toml"
-    path.write_text(re.sub(r"(?m)^groupings = .*$", 'groupings = [["postcode"]]', text), encoding="utf-8")
+    path.write_text(re.sub(r"(?ms)^groupings = \[.*?\]\]$", 'groupings = [["postcode"]]', text), encoding="utf-8")
     check_counts(load_schema(spec_ref()))
     with pytest.raises(SpecError, match="postcode"):
         check_counts(load_schema(str(path)))
