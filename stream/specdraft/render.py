@@ -100,6 +100,8 @@ def render(d: Draft, source: str, sampled: bool) -> str:
     if sens:
         out += comment(f"{sens[0].name}: {sens[0].why}")
         out += comment(f"severity: {d.severity_how}")
+        out += comment(f"The stream requires distinct l >= 2 on {sens[0].name} by default (privacy.l = 2): no released "
+                       "class whose members all share one value. Batch `anonymize` with k only lists such classes.")
         out.append("[sensitive]")
         out.append(f"name = {q(sens[0].name)}")
         out.append("")
