@@ -78,6 +78,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from stream.cli._paths import check_output_folder
     from stream.ops.broker import free_port
     from stream.ops.runtime import embedded, spawn_worker, stop_process
+    from stream.station.batch import BatchProducer
     from stream.station.producer import make_producer
     from stream.station.simulate import bad_reports, generate_day, push_day
 
@@ -110,8 +111,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         follower.start()
         reports = generate_day(args.stations, args.reports, args.seed, day)
         extra = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])][: args.bad]
-        producer = make_producer(ready.bootstrap_servers())
+        # one push, one batch: each station's windows close when its end marker says every report of it is
+        # in, never because the worker (on a loaded machine) took a while to read them (db/batches.py)
+        producer = BatchProducer(make_producer(ready.bootstrap_servers()), ready.topic_reports)
         pushed = push_day(producer, ready.topic_reports, reports, extra)
+        producer.end_batch()
         producer.close()
         print(f"demo: {args.stations} station(s) pushed {pushed} reports ({len(extra)} malformed)", flush=True)
         repo = ReleaseRepository(Database(ready.db_url()))
@@ -173,7 +177,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
     d.add_argument("--bad", type=int, default=3, help="malformed reports to include (default 3)")
     d.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    d.add_argument("--idle-timeout", type=float, default=3.0, help="close windows after this many idle seconds")
+    d.add_argument("--idle-timeout", type=float, default=3.0,
+                   help="close windows after this many idle seconds (input without batch markers only: the "
+                   "demo's push is a batch, whose windows close when it ends)")
     d.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds (exit 1)")
     d.add_argument("--out", help="write each release into this folder (default var/demo/releases, emptied first)")
     d.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet",

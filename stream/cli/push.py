@@ -149,8 +149,8 @@ def cmd_push(args: argparse.Namespace) -> int:
             try:
                 producer.end_batch()
             except Exception as exc:  # the broker went away after the last report: the receipt says what arrived
-                print(f"push: the batch's end could not be marked ({type(exc).__name__}); the worker closes its "
-                      "windows by time instead", file=sys.stderr)
+                print(f"push: the batch's end could not be marked ({type(exc).__name__}); its windows wait for the "
+                      "station's next push or `anonstream windows flush`", file=sys.stderr)
     except BaseException:
         if reader is not None:
             reader.close()

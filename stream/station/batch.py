@@ -6,9 +6,9 @@ of the batch can overtake it, even when a produce request is retried); :meth:`Ba
 then sends one *end* marker per station, with how many of its reports the push sent, after every
 report was acknowledged. The markers' format is :mod:`stream.wire.markers`; what the worker does
 with them is :mod:`db.batches` (a station's windows close when its batch is complete, not when one
-late row moves the watermark). A push that dies before its end markers leaves the batch unfinished:
-the worker falls back to its watermark and idle rules once the station sends nothing for
-``windows.idle_timeout_s``.
+late row moves the watermark, nor because the worker took long to read its rows). A push that dies
+before its end markers leaves the batch unfinished: its windows wait for the station's next push
+(whose begin marker ends it), ``anonstream windows flush``, or a day (:data:`db.batches.BATCH_MAX_S`).
 """
 
 from __future__ import annotations
