@@ -4,8 +4,8 @@ A batch run given a ledger (a SQLite file, migrated automatically, or a migrated
 
 1. fingerprints every input row exactly as the stream does (keyed report, content and person
    fingerprints, see :mod:`stream.wire.records`; content over canonical values, so ``06/17/2020`` and
-   ``6/17/2020`` are one day), so a report released by the stream is recognised in a file and the other
-   way round;
+   ``6/17/2020`` are one day; station and report ids in their canonical form, so station ``08`` is
+   ``8``), so a report released by the stream is recognised in a file and the other way round;
 2. excludes rows already released under the configured ``link_guard`` (default ``content``), counting
    them per rule: the same report id, or (``content``) an occurrence of a content beyond those the
    ledger released (:func:`stream.worker.link_guard.occurrences_blocked`: rows of one station with the
@@ -31,6 +31,7 @@ import pandas as pd
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
+from core.canonical import station_id
 from core.encoding import Schema
 from core.errors import AnonymizationError, ParamsError
 from db import Database, ReleaseConflict, ReleaseRepository, StoredRelease
@@ -149,7 +150,7 @@ def fingerprint_rows(frame: pd.DataFrame, schema: Schema, settings: Settings) ->
             seen[cfp] = seen.get(cfp, 0) + 1
             rep.append(fingerprint(key, "batch", content_fingerprint(
                 key, [], [("content", cfp), ("occurrence", str(seen[cfp]))])))
-            sta.append(str(rec.get(st_col) or "batch") if st_col else "batch")
+            sta.append(station_id(rec.get(st_col) or "batch") if st_col else "batch")
         con.append(cfp)
         per.append(person_fingerprint(key, person) if persons else None)
     idx = frame.index

@@ -50,13 +50,13 @@ def _guard(fn: Any) -> Any:
 
 
 def _ids(values: list[str]) -> list[str]:
-    from stream.intake.guards import valid_station_id
+    from stream.intake.guards import station_ids
 
-    bad = [v for v in values if valid_station_id(v) != v]
+    ids, bad = station_ids(values)  # canonical: `08` is station 8
     if bad:
         raise InputDataError(f"invalid station id {bad[0][:70]!r}: use 1-64 characters of A-Z a-z 0-9 . _ - "
                              "starting with a letter or digit", reason="invalid-station")
-    return values
+    return ids
 
 
 def cmd_add(args: argparse.Namespace) -> int:

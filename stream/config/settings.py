@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.canonical import station_id
 from core.errors import AnonymizationError, ParamsError
 from db.url import sqlite_url, with_password
 from db.windows import WindowPolicy
@@ -233,12 +234,15 @@ class Settings(BaseSettings):
         return self.register_stations or "first-sight"
 
     def window_key_for(self, station: str) -> str:
-        """The window key of a station's reports; keys of a feed other than ``default`` start with ``<feed>/``."""
-        prefix = "" if self.feed == "default" else f"{self.feed}/"
+        """The window key of a station's reports, by its canonical id (``08`` is ``8``, as ``regions`` keys
+        are read); keys of a feed other than ``default`` start with ``<feed>/``."""
+        prefix, station = "" if self.feed == "default" else f"{self.feed}/", station_id(station)
         if self.windows.by == "station":
             return f"{prefix}station:{station}"
         if self.windows.by == "region":
-            return f"{prefix}region:{self.regions.get(station, 'unassigned')}"
+            region = self.regions.get(station) or next((r for s, r in self.regions.items() if station_id(s) == station),
+                                                       "unassigned")
+            return f"{prefix}region:{region}"
         return f"{prefix}global"
 
     def with_updates(self, **values: Any) -> Settings:

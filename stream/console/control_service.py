@@ -25,8 +25,10 @@ class ConsoleControls:
         """Release the station's reports waiting below ``min_release_rows`` now (at least k)."""
         from stream.intake.guards import valid_station_id
 
-        if valid_station_id(station) != station:
+        canonical = valid_station_id(station)  # `08` is station 8
+        if canonical is None:
             raise controls.ControlError("invalid station id", 400)
+        station = canonical
         done = controls.flush_waiting(self.db, self.settings.windows, [self.settings.window_key_for(station)], actor)
         return {"station": station, "key": done[0]["key"], "waiting": done[0]["pending"],
                 "windows_flagged": len(done[0]["windows"])}

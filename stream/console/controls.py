@@ -47,7 +47,9 @@ class ControlError(Exception):
 
 
 def set_paused(db: Database, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
-    station = station.strip()
+    from core.canonical import station_id
+
+    station = station_id(station)  # `08` pauses station 8, the id its reports are kept under
     if not station or len(station) > 120:
         raise ControlError("station id must be 1-120 characters", 400)
     now = datetime.now(UTC)
@@ -100,19 +102,20 @@ def record_reverification(db: Database, result: dict[str, Any], actor: str) -> N
 
 
 def station_ids(text: str) -> list[str]:
-    """Station ids from a form field (separated by spaces, commas or new lines), each checked."""
-    from stream.intake.guards import valid_station_id
+    """Station ids from a form field (separated by spaces, commas or new lines), each checked, in their
+    canonical form (``08`` is station ``8``) and each once."""
+    from stream.intake.guards import station_ids as checked_ids
 
     ids = [t for t in text.replace(",", " ").split() if t]
     if not ids:
         raise ControlError("give at least one station id", 400)
     if len(ids) > 500:
         raise ControlError("at most 500 station ids at a time", 400)
-    bad = [t for t in ids if valid_station_id(t) != t]
+    canonical, bad = checked_ids(ids)
     if bad:
         raise ControlError(f"invalid station id {bad[0][:70]!r}: use 1-64 characters of A-Z a-z 0-9 . _ - "
                            "starting with a letter or digit", 400)
-    return list(dict.fromkeys(ids))
+    return canonical
 
 
 def register_stations(db: Database, text: str, actor: str, note: str | None = None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ is cached for ``lag_cache_s`` seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import OrderedDict
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from core.canonical import station_id
 from db import console_queries as q
 from db.feeds import feed_names, feed_of_release, feed_summary
 from db.session import Database
@@ -135,6 +137,9 @@ class ConsoleService(BrokerHealth, ConsoleControls):
 
     # --- releases ------------------------------------------------------------------------------------
     def releases(self, f: q.ReleaseFilter) -> dict[str, Any]:
+        """The releases list; a station filter matches by canonical id (``08`` finds station ``8``)."""
+        if f.station:
+            f = dataclasses.replace(f, station=station_id(f.station))
         with self._read() as s:
             rows, total = q.list_releases(s, f)
             stations = q.known_stations(s)

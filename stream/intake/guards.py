@@ -7,6 +7,7 @@ value is fine, else a ``(reason, message)`` pair; messages name the field, never
 * :func:`check_payload_size`: a message larger than ``max_report_bytes`` is ``too-large``;
 * :func:`check_station_id`: 1-64 characters of ``A-Z a-z 0-9 . _ -`` starting with a letter or
   digit (it becomes part of window keys, Kafka keys and database rows), else ``invalid-station``;
+  :func:`valid_station_id` gives a valid id in its canonical form (``08`` is station ``8``);
 * :func:`check_report_id`: at most 128 printable characters, else ``invalid-report-id``;
 * :func:`check_text`: field values at most 256 characters without control characters (NUL
   included), else ``invalid-value``;
@@ -21,9 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from core.canonical import station_id
 
 STATION_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 MAX_REPORT_ID = 128
@@ -65,11 +69,26 @@ def is_scalar(value: Any) -> bool:
 
 
 def valid_station_id(value: Any) -> str | None:
-    """The station id if it is safe to store (see :data:`STATION_RE`), else None."""
+    """The station id in its canonical form (:func:`core.canonical.station_id`: trimmed, ``08`` is
+    ``8``) if it is safe to store (see :data:`STATION_RE`), else None."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
     text = str(value).strip() if isinstance(value, str) else str(value) if abs(value) < 10**60 else ""
-    return text if STATION_RE.fullmatch(text) else None
+    return station_id(text) if STATION_RE.fullmatch(text) else None
+
+
+def station_ids(values: Iterable[Any]) -> tuple[list[str], list[Any]]:
+    """Station ids named from outside (a CLI option, a console form) in their canonical form, each once
+    and in order, and the values that are not valid station ids."""
+    good: dict[str, None] = {}
+    bad: list[Any] = []
+    for value in values:
+        canon = valid_station_id(value)
+        if canon is None:
+            bad.append(value)
+        else:
+            good[canon] = None
+    return list(good), bad
 
 
 def check_station_id(col: str, value: Any) -> Problem:

@@ -17,7 +17,10 @@ The guards of :mod:`stream.intake.guards` run first: a Kafka tombstone (``tombst
 exception class.
 
 Accepted reports lose their direct identifiers here: only the used columns (QIs, sensitive,
-pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`.
+pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`. The station id and
+report id of a :class:`Clean` report are in their canonical form (:func:`core.canonical.canonical_id`:
+trimmed, ``08`` is ``8``), so every key built from them (fingerprint, window, pool, ledger, budget
+block) is the same whichever way an export spells them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from core.canonical import canonical_value
+from core.canonical import canonical_id, canonical_value
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from stream.intake.contract import RejectDetail, apply_missing, declared_dates, event_time, value_rejection
@@ -193,7 +196,7 @@ class ReportValidator:
                             station, RejectDetail(self.sensitive, data[self.sensitive]))
         person = [str(obj.get(c, "") or "") for c in self.person_columns]
         canonical = {c: self.canonical(c, v) for c, v in data.items()}
-        return Clean(str(obj[self.id_col]).strip(), station, utc, data, person, "*" if self.global_ids else None,
+        return Clean(canonical_id(obj[self.id_col]), station, utc, data, person, "*" if self.global_ids else None,
                      canonical)
 
 

@@ -7,7 +7,8 @@ it lands on the same partition, in order with them), whose JSON object has the f
     {"$batch": "end", "id": "b-5f0c3a9e2d1b4c7a", "station": "S1", "rows": 5123}
 
 ``id`` names the push (1-64 characters of ``A-Z a-z 0-9 . _ -``; one id for every station of a push),
-``station`` is the station id the batch's reports carry, and ``rows`` (end marker only) how many
+``station`` is the station id the batch's reports carry (read in its canonical form,
+:func:`core.canonical.station_id`: ``08`` is station ``8``), and ``rows`` (end marker only) how many
 reports of that station the push sent before the marker. ``push`` sends a station's begin marker
 before its first report (and waits until the broker has it), and its end marker after the station's
 last report was acknowledged. A worker reads markers before validation: they are never reports,
@@ -21,6 +22,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from core.canonical import station_id
 
 FIELD = "$batch"
 _PROBE = b'"$batch"'
@@ -68,4 +71,4 @@ def parse_marker(raw: bytes | str | None) -> Marker | None:
         raise BadMarker("'station' must be 1-64 characters of A-Z a-z 0-9 . _ -")
     if kind == "end" and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
         raise BadMarker("an end marker's 'rows' must be a whole number >= 0")
-    return Marker(kind, batch, station, rows if kind == "end" else None)
+    return Marker(kind, batch, station_id(station), rows if kind == "end" else None)
