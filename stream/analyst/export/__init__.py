@@ -12,8 +12,9 @@ dataset discovery (and so ``pandas.read_parquet(folder)``), Spark and DuckDB's h
 folder of releases reads as its data alone. Folders written before this layout kept the manifest as
 ``<release id>.manifest.json``; :func:`manifest_path` finds either.
 
-A release is written once: the data file is written under a temporary name and renamed last, so its
-presence means the release is complete, and a release whose file exists is skipped (idempotent by
+A release is written once: the data file is written last, under a temporary name renamed over it
+once flushed to disk (:func:`stream.io.atomic.write_atomic`), so its presence means the release is
+complete, and a release whose file exists is skipped (idempotent by
 release id). The codebook (``stream.wire.codebook.write_codebook``: JSON and Markdown) is written beside
 it, and so are the release's differentially private counts (``_<release id>.counts.json``,
 :mod:`stream.analyst.counts`). File names come from the validated release id, never from a path.
@@ -29,6 +30,7 @@ from stream.analyst.counts import write_counts
 from stream.analyst.export.csvfile import write_csv
 from stream.analyst.export.jsonl import write_jsonl
 from stream.analyst.export.parquet import write_parquet
+from stream.io.atomic import write_atomic, write_text_atomic
 from stream.wire.codebook import write_codebook
 from stream.wire.release_ids import valid_release_id
 
@@ -73,17 +75,15 @@ def write_release(out_dir: Path, manifest: dict[str, Any], records: list[dict[st
         raise ValueError("release file would leave the output folder")
     if path.exists():
         return None
-    tmp = folder / f".{rid}.{fmt}.tmp"
-    if fmt == "csv":
-        write_csv(tmp, manifest, records, raw_columns)
-    elif fmt == "jsonl":
-        write_jsonl(tmp, manifest, records)
-    else:
-        write_parquet(tmp, manifest, records)
-    (folder / f"_{rid}.manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    write_text_atomic(folder / f"_{rid}.manifest.json", json.dumps(manifest, indent=2))
     write_codebook(folder, rid, manifest, [PARTITION_KEY] if partition_by else [])  # _<rid>.codebook.json, .md
     write_counts(folder, rid, manifest)  # _<rid>.counts.json: differentially private counts, if any
-    tmp.replace(path)
+    if fmt == "csv":  # the data file last, whole (stream/io/atomic.py): its presence means the release is complete
+        write_atomic(path, lambda tmp: write_csv(tmp, manifest, records, raw_columns))
+    elif fmt == "jsonl":
+        write_atomic(path, lambda tmp: write_jsonl(tmp, manifest, records))
+    else:
+        write_atomic(path, lambda tmp: write_parquet(tmp, manifest, records))
     return path
 
 
