@@ -74,6 +74,16 @@ def _source(schema: Schema, column: str) -> str | None:
     return column if column in schema.qi_names else None
 
 
+def declared_days(frame: pd.DataFrame, schema: Schema) -> list[str] | None:
+    """The block's days, declared as the stream's window would (a block here is one station-day)."""
+    from core.dp.blocks import utc_days
+
+    col = schema.spec.time_column
+    if col is None or col not in frame.columns:
+        return None
+    return sorted(set(utc_days(frame[col], col, schema.spec.date_format(col))))
+
+
 def spreading(schema: Schema, column: str, domain: list[str], labels: list[str]) -> dict[str, np.ndarray]:
     """For each generalized label of the column's QI, the share of its covered leaves in each domain cell."""
     qi = _source(schema, column)
@@ -129,7 +139,7 @@ def run_blocks(name: str, schema: Schema, blocks: list[pd.DataFrame], engine: st
     acc: dict[tuple[str, float], dict[str, list[float]]] = {}
     kacc: dict[str, list[float]] = {}
     for frame in blocks:
-        groups, domains = grouping_columns(frame, schema.spec)
+        groups, domains = grouping_columns(frame, schema.spec, declared_days(frame, schema))
         batch = encode(frame, schema)
         warm_up(eng, batch, prm)
         release = eng.anonymize(batch, prm, np.random.default_rng(0), lambda *_a: None)
