@@ -9,10 +9,9 @@ Steps for one window (publishing is :meth:`stream.worker.service.WorkerService.p
    or fewer released after suppression: the window is ``carried`` (its reports wait for the next window);
 5. anonymize with the configured engine (default ``cg-diverse`` with k=5, distinct l=2 once registered);
 6. verify independently with :func:`core.verify.verify_release` against the engine's requirement
-   tightened by the operator's ``max_risk`` / ``avg_risk`` settings and the feed's ``l``; on failure the
-   window is ``held`` (with what to do, :func:`stream.worker.risk.hold_reason`),
-   an alert is logged and audited, and nothing is published; the risk profile
-   (:func:`core.risk.risk_profile`) goes into the manifest's ``privacy.risk``;
+   tightened by the operator's ``max_risk`` / ``avg_risk`` and the feed's ``l``; on failure the window is
+   ``held`` (the reason says what to do: :func:`stream.worker.risk.hold_reason`), an alert is logged and
+   audited, and nothing is published; the risk profile (:func:`core.risk.risk_profile`) goes into ``privacy.risk``;
 7. write release + records + fingerprints + pool/window states in one transaction.
 """
 

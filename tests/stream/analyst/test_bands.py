@@ -136,12 +136,13 @@ def test_decades_of_a_400_report_window_warn_and_name_the_dp_table() -> None:
     lo, hi = table["age_lo"], table["age_hi"]
     share = float((lo.notna() & (lo // 10 == hi // 10)).mean())  # oracle: rows whose range fits one decade
     assert share < 0.5
-    with pytest.warns(CoarseBandsWarning, match=r"age_band x sex x offence") as caught:
+    with pytest.warns(CoarseBandsWarning, match=r"age_band x sex, age_band x sex x offence") as caught:
         bands = band_counts(table, "age", "band of width 10", codebook, dp=schema.spec.dp)
     assert len(caught) == 1 and bands.warning == str(caught[0].message)
     assert bands.resolved == pytest.approx(share) and f"only {share:.0%} of the rows" in bands.warning
-    assert bands.dp_tables == ("age_band x sex x offence",)
+    assert bands.dp_tables == ("age_band x sex", "age_band x sex x offence")
     # by level number and from the [dp] table as a dict: the same table; without one, the advice instead
+    assert schema.spec.dp is not None
     assert band_counts_quiet(table, codebook, 2, schema.spec.dp.model_dump()).dp_tables == bands.dp_tables
     plain = band_counts_quiet(table, codebook, 2, None)
     assert plain.dp_tables == () and plain.warning is not None and "coarser level" in plain.warning
@@ -160,6 +161,6 @@ def test_dp_tables_for_a_region_and_a_plain_qi() -> None:
 
     dp = load_schema("crime").spec.dp
     assert dp_tables_for(dp, "suburb", 1, "region") == ("region x offence", "week x region")
-    assert dp_tables_for(dp, "sex", 0, "value") == ("age_band x sex x offence",)
+    assert dp_tables_for(dp, "sex", 0, "value") == ("age_band x sex", "age_band x sex x offence")
     assert dp_tables_for(dp, "age", 1, "band of width 5") == ()
     assert dp_tables_for(None, "age", 2, "band of width 10") == ()
