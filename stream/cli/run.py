@@ -45,6 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from stream.config.feeds import load_pipelines
 
         load_pipelines(Path(settings.pipelines))
+    check_counts_settings(settings)  # DP counts that could not hold their guarantee: one line, nothing started
     if args.detach:  # the worker runs in another process: this one imports none of it
         return _detach(settings, args.ready_timeout)
     from stream.ops.runtime import embedded
@@ -56,6 +57,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         if code == 0:
             _stopped(ready)
         return code
+
+
+def check_counts_settings(settings: Settings) -> None:
+    """Each feed's spec's [dp] against its settings (:func:`stream.config.dp.check_dp_settings`)."""
+    from stream.config.dp import check_dp_settings
+    from stream.config.feeds import feeds
+    from stream.io.specs import load_spec_data
+
+    for feed in feeds(settings):
+        check_dp_settings(feed, load_spec_data(feed.spec).dp)
 
 
 def _detach(settings: Settings, timeout: float) -> int:

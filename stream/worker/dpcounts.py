@@ -48,6 +48,7 @@ from db.budget import TOLERANCE, remaining
 from db.dp_policy import PolicyMismatch, PolicyTerms, ensure_policy, read_policy
 from db.models import Window
 from db.release_budget import BudgetCharge, declared_periods
+from stream.config.dp import check_dp_settings
 from stream.config.feeds import feeds
 from stream.ops.logs import ctx
 from stream.worker.faults import crash_at
@@ -195,19 +196,7 @@ def check_counts(schema: Schema, settings: Any = None, db: Database | None = Non
     grouping_columns(frame, spec, [])
     if settings is None:
         return
-    if settings.sample_policy != "all":
-        raise ParamsError(f"differentially private counts need sample_policy = all (it is {settings.sample_policy}): "
-                          "a seeded sample is drawn again when one report is added, so one report would move many "
-                          "cells; set ANONSTREAM_SAMPLE_POLICY=all or remove the spec's [dp] table",
-                          reason="invalid-setting")
-    if cfg.unit == "person":
-        if settings.privacy.link_guard == "off":
-            raise ParamsError("[dp] unit = person needs every report's person fingerprint: set the linking guard "
-                              "(ANONSTREAM_LINK_GUARD) to report, content or person, not off", reason="invalid-setting")
-        if set(cfg.person) != set(settings.person_columns):
-            raise ParamsError(f"[dp] person = {list(cfg.person)} is not the stream's person columns "
-                              f"{list(settings.person_columns)} (ANONSTREAM_PERSON_COLUMNS): the person bounded in "
-                              "the counts must be the one fingerprinted", reason="invalid-setting")
+    check_dp_settings(settings, cfg)
     if db is not None:
         terms = policy_terms(settings, spec)
         try:
