@@ -167,3 +167,33 @@ def test_a_kill_never_leaves_output_without_its_spend(reports: Path, tmp_path: P
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".counts") and p.stat().st_size > 0 and
                 point == "aggregate-after-charge"]  # before the write: not even a temporary file
     assert cli("budget", "show", "--ledger", str(ledger)).stdout.count("station:") == 4
+
+
+def test_budget_commands_show_and_change_the_policy_with_an_audit_entry(reports: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    ledger = tmp_path / "ledger.db"
+    assert main(["budget", "show", "--ledger", str(ledger)]) == 0
+    assert "none recorded yet" in capsys.readouterr().out
+    assert main(["budget", "set-cap", "--epsilon", "5", "--ledger", str(ledger)]) == 2
+    assert "no privacy policy yet" in capsys.readouterr().err
+    query = ["aggregate", str(reports), "--spec", "crime", "--by", "offence", "--epsilon", "1", "--budget", "1",
+             "--ledger", str(ledger), "--out", str(tmp_path / "c.csv"), *SCOPE]
+    assert main(query) == 0
+    assert main(query) == 2  # exhausted
+    capsys.readouterr()
+    assert main(["budget", "set-cap", "--epsilon", "2", "--actor", "duty-officer", "--ledger", str(ledger)]) == 0
+    assert "epsilon 1 -> 2" in capsys.readouterr().out
+    assert main(query[:query.index("--budget")] + query[query.index("--budget") + 2:]) == 0  # the ledger's cap now
+    assert main(["budget", "show", "--ledger", str(ledger)]) == 0
+    shown = capsys.readouterr().out
+    assert "cap epsilon 2" in shown and shown.count("station:") == 4
+    from db import Database
+    from db.console_queries import audit_entries
+
+    db = Database(f"sqlite:///{ledger}")
+    try:
+        with db.read() as s:
+            entries = audit_entries(s)
+    finally:
+        db.dispose()
+    assert {(e["action"], e["actor"]) for e in entries} >= {("dp-cap-set", "duty-officer")}
