@@ -73,8 +73,9 @@ def counts_paragraph(manifest: dict[str, Any]) -> list[str]:
 
 READER_COLUMNS = {  # the columns read_releases (stream.analyst.dataset) adds to every release's rows
     "release_id": ("string", "the release the row belongs to (its file name; signed in its manifest)"),
-    "window_date": ("date", "the UTC day the release's window starts (the folder window_date=YYYY-MM-DD of a "
-                            "dataset written with --partition-by date)"),
+    "window_date": ("date", "the first event day of the release (its manifest's window start; the folder "
+                            "window_date=YYYY-MM-DD of a dataset written with --partition-by date); a row's own "
+                            "dates are event_date_lo and event_date_hi"),
 }
 
 

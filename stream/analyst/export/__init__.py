@@ -35,12 +35,13 @@ from stream.wire.codebook import write_codebook
 from stream.wire.release_ids import valid_release_id
 
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
-PARTITION_KEY = "window_date"  # not event_date: records may carry an event_date column of their own
+PARTITION_KEY = "window_date"  # not event_date: records may carry event_date columns of their own
 UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
 
 
 def release_date(manifest: dict[str, Any]) -> str:
-    """The release's partition date: its window's start day (UTC), else its first event's day."""
+    """The release's partition date: its window's start day (UTC: the first day of its events), else its
+    first event's day."""
     window = manifest.get("window") if isinstance(manifest.get("window"), dict) else {}
     event_time = manifest.get("event_time") if isinstance(manifest.get("event_time"), dict) else {}
     for value in (window.get("start"), event_time.get("first")):

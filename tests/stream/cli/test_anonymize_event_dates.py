@@ -9,6 +9,7 @@ that day alone at most them.
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from core.generators import generate_crime_reports
+from stream.analyst import day_counts
 from stream.cli.main import main
 
 ARRESTS = """
@@ -43,10 +45,12 @@ def _check_days(released: pd.DataFrame, days: pd.Series) -> None:
     assert released["event_date_lo"].notna().all() and (released["event_date_lo"] <= released["event_date_hi"]).all()
     truth = days.value_counts()
     assert truth.nunique() > 1  # uneven days: the oracle is not one number
+    bounds = day_counts(released)  # the analyst's reader gives the same bounds
     for day, n in truth.items():
         covering = int(((released["event_date_lo"] <= day) & (day <= released["event_date_hi"])).sum())
         alone = int(((released["event_date_lo"] == day) & (released["event_date_hi"] == day)).sum())
         assert alone <= n <= covering, (day, alone, n, covering)
+        assert tuple(bounds.loc[date.fromisoformat(day)]) == (alone, covering)
 
 
 @pytest.mark.parametrize("engine", ["cg-kanon", "ils"])
