@@ -45,6 +45,11 @@ order; the worker closes the station's windows when its batch is complete, relea
 batch completed together, and keeps a window below min_release_rows pending for the next push (or
 `anonstream windows flush`).
 
+Station ids and report ids are compared in one canonical form: surrounding spaces are dropped and an
+id of digits only is its number, so `08`, ` 8` and `8` are station 8 (one pool, one window series, one
+privacy budget), and report `0042` is report `42`. A file that writes one station in several ways
+gets a warning line naming the spellings; nothing is refused for it.
+
 On a machine that holds the service's ledger and fingerprint key (the worker's own machine, or with
 ANONSTREAM_DATABASE_URL and ANONSTREAM_FINGERPRINT_KEY set), push also says how many of its reports
 the ledger already knows: duplicates, corrections that replace a still-pending report, and corrections
@@ -60,6 +65,8 @@ Examples:
   anonstream push rejects.csv --station S1
   anonstream push arrests.csv --feed arrests --pipelines feeds.toml   # a deployment with several feeds
 """
+
+MAX_SPELLINGS = 100_000  # distinct station-column values push remembers to name ids that are one station
 
 # push's producer gives up on a broker that stopped answering after 20 s (the defaults wait minutes)
 PUSH_TIMEOUTS = {"request_timeout_ms": 15_000, "delivery_timeout_ms": 20_000, "max_block_ms": 20_000}
@@ -84,6 +91,7 @@ def _progress(label: str, what: str = "rows") -> Any:
 
 def cmd_push(args: argparse.Namespace) -> int:
     _quiet(args)
+    from core.canonical import collision_lines, id_collisions, station_id
     from stream.cli._paths import check_paths
     from stream.io.dupes import repeated_ids
     from stream.io.rejects import Hints, RejectsWriter
@@ -111,16 +119,26 @@ def cmd_push(args: argparse.Namespace) -> int:
     codec = "utf-8" if Path(args.input).suffix.lower() in BINARY_SUFFIXES else text_encoding(
         args.input, spec.input.encoding)
     seen = [0]
+    station_col = spec.station_column or "station_id"
+    # station ids as the file (and --station) write them, to name those that are one station
+    spellings: set[str] = {args.station} if args.station is not None else set()
+    if args.station is not None:  # `--station 08` is station 8, as the worker keys it
+        args.station = station_id(args.station)
 
     def counted() -> Any:
         for item in iter_rows(args.input, encoding=spec.input.encoding):
             seen[0] += 1
+            given = item[1].get(station_col)
+            if given is not None and len(spellings) < MAX_SPELLINGS:
+                spellings.add(str(given))
             yield item
 
     # a first pass, before anything is sent: repeated report ids (and a malformed JSON line stops here)
-    repeated = repeated_ids(counted(), spec.id_column or "report_id", spec.station_column or "station_id",
+    repeated = repeated_ids(counted(), spec.id_column or "report_id", station_col,
                             args.station, global_ids=spec.id_scope == "global")
     total = seen[0]
+    for line in collision_lines("station", id_collisions(spellings)):
+        print(f"push: warning: {line}", file=sys.stderr)
     if total == 0:
         from core.errors import InputDataError
 

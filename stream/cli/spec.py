@@ -124,6 +124,8 @@ def cmd_check(args: argparse.Namespace) -> int:
           f"on_missing = {fmt.missing_policy}" + (f" ({report.dropped_missing} rows dropped)"
                                                   if report.dropped_missing else ""))
     print(f"feasibility: {report.feasibility}")
+    for line in report.warnings:
+        print(f"warning: {line}")
     if report.fits:
         print("spec check: the data fits the spec")
         return 0

@@ -1,7 +1,8 @@
 """Report ids repeated inside one file, found in memory that does not grow with the file.
 
 Before ``push`` sends anything it streams the file once, hashing each row's (station, report id), or
-its report id alone when the spec's ids are department-wide (``id_scope = "global"``), to 64 bits
+its report id alone when the spec's ids are department-wide (``id_scope = "global"``), both in their
+canonical form (:func:`core.canonical.canonical_id`: ``0042`` is report ``42``), to 64 bits
 (BLAKE2b) and writing ``(hash, line)`` pairs to temporary files, one sorted run of ``run_rows`` rows
 at a time. A row is a duplicate when its hash occurs on an earlier line: within its
 own run (adjacent after sorting) or in an earlier run (a binary search in that run's memory-mapped
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.canonical import canonical_id
 from stream.io.rows import Row
 
 _PAIR = np.dtype([("key", "<u8"), ("line", "<u4")])
@@ -84,7 +86,7 @@ def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: st
             if rid in (None, ""):
                 continue
             st = "*" if global_ids else station if station is not None else str(row.get(station_col) or "")
-            keys.append(_digest(st, str(rid).strip()))
+            keys.append(_digest(canonical_id(st), canonical_id(rid)))
             lines.append(line)
             if len(keys) >= run_rows:
                 close_run(keys, lines)

@@ -3,9 +3,12 @@
 Per used column: missing values (and what the spec's policy does with them), values that do not
 parse (numbers, whole numbers, dates in the declared format, ambiguous dates), values outside the
 hierarchy, offences missing from the severity table; identifiers that would be released (a
-pass-through or QI column that looks like one); and a feasibility estimate: the rows the
-``optimal`` engine would suppress at the requested k. Verdicts come from core/checks.py, the same
-rules the batch reader and the stream apply.
+pass-through or QI column that looks like one); repeated report ids (compared as the stream compares
+them, :func:`core.canonical.canonical_id`: ``0042`` is ``42``); and a feasibility estimate: the rows
+the ``optimal`` engine would suppress at the requested k. Verdicts come from core/checks.py, the same
+rules the batch reader and the stream apply. Station ids (or a station's report ids) written in
+several ways that the stream takes for one (``08`` and ``8``) are named as warnings: they do not fail
+the check.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from core import checks, contract
+from core.canonical import canonical_id, collision_lines, id_collisions
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from core.schema import DatasetSpec
@@ -56,6 +60,7 @@ class CheckReport:
     bad_rows: int = 0
     dropped_missing: int = 0
     feasibility: str = ""
+    warnings: list[str] = field(default_factory=list)  # worth knowing, but the data fits all the same
 
     def add(self, kind: str, text: str, column: str | None = None) -> None:
         self.issues.append(Issue(kind, text, column))
@@ -154,11 +159,29 @@ def _keys(frame: pd.DataFrame, spec: DatasetSpec, report: CheckReport) -> None:
         col = getattr(spec, key)
         if col is not None and col not in frame.columns:
             report.add("key", f"{key} '{col}' is not a column of the file", key)
-    idc = spec.id_column
+    idc, stc = spec.id_column, spec.station_column
     if idc in frame.columns:
-        dup = int(frame[idc].duplicated().sum())
+        dup = int(frame[idc].map(lambda v: v if pd.isna(v) else canonical_id(v)).duplicated().sum())
         if dup:
             report.add("key", f"id_column '{idc}': {dup} repeated report id(s)", "id_column")
+    report.warnings += _collisions(frame, stc or "station_id", idc or "report_id", spec.id_scope == "global")
+
+
+def _collisions(frame: pd.DataFrame, stc: str, idc: str, global_ids: bool) -> list[str]:
+    """Warning lines naming the spellings the stream takes for one station, or for one report id (of one
+    station, or of the department with ``global_ids``)."""
+    out = []
+    if stc in frame.columns:
+        out += collision_lines("station", id_collisions(pd.unique(frame[stc].dropna().astype(str))))
+    if idc in frame.columns:
+        ids = frame[idc].dropna().astype(str)
+        scopes = frame.loc[ids.index, stc].astype(str).map(canonical_id) if stc in frame.columns and not global_ids \
+            else pd.Series("*", index=ids.index)
+        found: dict[str, list[str]] = {}
+        for scope, group in ids.groupby(scopes, sort=True):
+            found.update({f"{scope}\x1f{k}": v for k, v in id_collisions(pd.unique(group)).items()})
+        out += collision_lines("report", found)
+    return out
 
 
 def _engine_needs(engine: str, spec: DatasetSpec, report: CheckReport) -> None:

@@ -1,12 +1,14 @@
 """Stations: validate reports locally and push them to ``crime.reports`` with a kafka-python producer.
 
-Messages are keyed by station id (stable partitioning by the broker's murmur2 of the key, never
-Python's ``hash()``). The file is read, validated and sent in chunks (``chunk`` rows at a time,
-each chunk flushed before the next is read), so memory does not grow with the file. Rejected rows
-are not sent: each is counted, the first ``keep`` are kept for the report, and every one can be
-written to a rejects file with its reason (:mod:`stream.io.rejects`). A report id seen earlier in
-the same file is rejected as ``duplicate-id`` naming the first line (found beforehand by
-:mod:`stream.io.dupes`, also in bounded memory).
+Messages are keyed by station id in its canonical form (``08`` and ``8`` are station ``8``, on one
+partition; stable partitioning by the broker's murmur2 of the key, never Python's ``hash()``); a row
+whose station column spells ``--station`` differently (``08`` for ``8``) is that station. The file
+is read, validated and sent in chunks (``chunk`` rows at a time, each chunk flushed before the next
+is read), so memory does not grow with the file. Rejected rows are not sent: each is counted, the
+first ``keep`` are kept for the report, and every one can be written to a rejects file with its
+reason (:mod:`stream.io.rejects`). A report id seen earlier in the same file is rejected as
+``duplicate-id`` naming the first line (found beforehand by :mod:`stream.io.dupes`, also in bounded
+memory).
 
 With a ``push_id`` every report sent carries it and its number within the push (0, 1, ...) in its
 message headers (:func:`stream.wire.receipts.push_headers`), so the worker can send a receipt for it
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.canonical import canonical_id
 from core.encoding import Schema
 from stream.intake.contract import RejectDetail
 from stream.intake.validate import Rejected, ReportValidator
@@ -139,7 +142,7 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
             row = _jsonable_row(dict(raw))
             if station is not None:
                 given = row.get(station_col)
-                if given not in (None, "") and str(given) != station:
+                if given not in (None, "") and canonical_id(given) != canonical_id(station):
                     reject(line, raw, Rejection(line, "station-mismatch",
                                                 f"field '{station_col}' does not match --station",
                                                 RejectDetail(station_col, str(given))))

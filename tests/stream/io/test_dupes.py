@@ -20,3 +20,10 @@ def test_global_ids_across_sorted_runs() -> None:
     rows = _rows([(f"P{i % 7}", f"id-{i % 50}") for i in range(200)])
     found = repeated_ids(iter(rows), "report_id", "station_id", None, run_rows=16, global_ids=True)
     assert len(found) == 150 and all(found[line] == line - 50 * ((line - 2) // 50) for line in found)
+
+
+def test_ids_are_compared_in_their_canonical_form() -> None:
+    # station `08` is station `8`; report `0042` is report `42`; `S08` is not `S8`
+    rows = _rows([("08", "0042"), ("8", "42"), (" 8", "042 "), ("S08", "7"), ("S8", "7"), ("8", "42a")])
+    assert repeated_ids(iter(rows), "report_id", "station_id", None) == {3: 2, 4: 2}
+    assert repeated_ids(iter(rows), "report_id", "station_id", "08") == {3: 2, 4: 2, 6: 5}  # --station fills

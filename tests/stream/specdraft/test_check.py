@@ -87,3 +87,29 @@ def test_spec_check_says_what_the_engine_asked_for_needs(tmp_path: Path, capsys)
 def test_spec_check_refuses_an_unknown_engine_before_any_work(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["spec", "check", str(tmp_path / "absent.csv"), "--spec", "crime", "--engine", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: unknown engine 'nope'")
+
+
+def test_spec_check_names_station_ids_that_are_one_station_as_a_warning(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rows = day_of_reports(1, 300, seed=5)["S1"]
+    for i, r in enumerate(rows[:120]):  # one station written `08` by one system and `8` by another
+        r["station_id"] = "08" if i % 2 else "8"
+    path = tmp_path / "two-spellings.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    report = check_frame(read_table(path), load_schema("crime"), k=5, max_suppression=0.05)
+    line = "station ids `08` and `8` are one station after normalisation (leading zeros and spaces are ignored)"
+    assert report.warnings == [line] and report.fits  # a warning, not a failure
+    assert main(["spec", "check", str(path), "--spec", "crime"]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: {line}" in out and "the data fits the spec" in out
+
+
+def test_spec_check_compares_report_ids_as_the_stream_does(tmp_path: Path) -> None:
+    rows = day_of_reports(1, 300, seed=5)["S1"]
+    rows[0]["report_id"], rows[1]["report_id"] = "0042", "42"  # one station: one report id, sent twice
+    rows[2]["report_id"], rows[3] = "0050", rows[3] | {"report_id": "50", "station_id": "S2"}  # two stations
+    path = tmp_path / "padded-ids.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    report = check_frame(read_table(path), load_schema("crime"), k=5, max_suppression=0.05)
+    assert report.problems == ["id_column 'report_id': 2 repeated report id(s)"]  # as the spec's global check counts
+    assert report.warnings == ["report ids `0042` and `42` are one report after normalisation (leading zeros and "
+                               "spaces are ignored)"]  # `0050` and `50` are reports of two stations
