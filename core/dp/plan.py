@@ -1,7 +1,7 @@
-"""Count tables of a set of rows: the budget split over the groupings, noise drawn, post-processed.
+"""Count tables of a set of rows: the budget split over the groupings, noise drawn, published unbiased.
 
-The pipeline, in order (each step is either a transformation of the rows that keeps a unit's influence
-bounded, or post-processing of a DP output, which costs no budget):
+The pipeline, in order (a transformation of the rows that keeps a unit's influence bounded, the
+counts, the noise):
 
 1. **Contribution bound** (``unit = "person"`` only): each person keeps at most ``max_contributions``
    rows per block (their first, in the input's order); one person then moves each table by at most
@@ -10,8 +10,13 @@ bounded, or post-processing of a DP output, which costs no budget):
    cells included; rows outside the domain count nowhere.
 3. **Noise**: every table gets ``rho_total / len(groupings)`` (zCDP composes by adding ρ) and OpenDP's
    discrete Gaussian (or Laplace) noise calibrated to it (:mod:`core.dp.mechanism`).
-4. **Post-processing**: negative counts become 0 (the counts stay integers). Tables are independent:
-   a table's cells do not add up exactly to a coarser table's cell, and no total is forced.
+4. **No post-processing**: the noisy integers are published as drawn, negative ones included, so every
+   cell and every sum of cells is an unbiased estimate of its exact count (clamping negatives at 0 would
+   push every near-empty cell up by about 0.4 σ, and sums of many such cells far up). Each table states
+   its cells' noise sd, so a sum of m cells has a known error (:meth:`CountTable.sum_ci95`). Tables are
+   independent draws: a table's cells do not add up exactly to a coarser table's cell. A non-negative
+   view whose shared margins agree is post-processing an analyst may ask for
+   (:func:`core.dp.consistent.consistent_view`), never what is published.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from core.dp.mechanism import Mechanism, ci95, noisy_counts
-from core.dp.tables import CountTable
+from core.dp.tables import CountTable, noise_sd
 from core.errors import SpecError
 
 MAX_CELLS = 1_000_000  # a grouping whose domain product is larger is refused (the table would be mostly noise)
@@ -79,11 +84,12 @@ def count_tables(frame: pd.DataFrame, groupings: list[tuple[str, ...]], domains:
         sensitivity = max_contributions
     rho = rho_total / len(groupings)
     half_width = ci95(rho, mechanism, sensitivity)
+    sd = noise_sd(rho, mechanism, sensitivity)
     tables = []
     for by in groupings:
         cells, exact = exact_counts(frame, tuple(by), domains)
-        noisy = np.maximum(noisy_counts(exact, rho, mechanism=mechanism, sensitivity=sensitivity), 0)
+        noisy = noisy_counts(exact, rho, mechanism=mechanism, sensitivity=sensitivity)  # unbiased: never clamped
         tables.append(CountTable(by=tuple(by), groups=tuple(cells), counts=tuple(int(c) for c in noisy),
                                  ci95=half_width, mechanism=mechanism, rho=rho, unit=unit,
-                                 max_contributions=max_contributions if unit == "person" else 1))
+                                 max_contributions=max_contributions if unit == "person" else 1, sd=sd))
     return tables
