@@ -15,7 +15,8 @@ def test_off_when_absent_and_bundled_specs_declare_it() -> None:
     assert parse_spec(BASE).dp is None
     crime = load_spec_data("crime").dp
     assert crime is not None and crime.groupings == (("offence",), ("region", "offence"),
-                                                     ("age_band", "sex", "offence"), ("week", "region"))
+                                                     ("age_band", "sex", "offence"), ("week", "region"),
+                                                     ("age_band", "sex"))
     assert load_spec_data("adult").dp is not None
 
 
