@@ -7,22 +7,30 @@ whose name starts with ``_``, so readers of the folder's data files (``pandas.re
 pyarrow, Spark) skip it; :func:`read_counts` loads them:
 
     >>> from stream.analyst.dataset import read_counts
-    >>> read_counts("releases/", by=("offence",))        # release_id, offence, count, ci95
+    >>> read_counts("releases/", by=("offence",))        # release_id, offence, count, ci95, sd, ...
 
 Each ``count`` is the exact count plus noise from OpenDP's discrete Gaussian (or Laplace) mechanism,
-then clamped at zero; the true count lies within ``count ± ci95`` with 95 % probability (before the
-clamp). Cells of the public domain nobody fell in are published too (a missing cell would say
-"zero").
+as drawn: unbiased, and negative sometimes (a near-empty cell plus negative noise). The true count
+lies within ``count ± ci95`` with 95 % probability; a sum of m cells of one table is unbiased with
+standard deviation ``sd * √m`` (95 % half-width about ``1.96 * sd * √m``,
+:meth:`core.dp.tables.CountTable.sum_ci95`); sums over releases add their variances. Cells of the
+public domain nobody fell in are published too (a missing cell would say "zero").
+
+``view="consistent"`` gives instead, per release, a non-negative integer view whose tables agree on
+their shared margins (:func:`core.dp.consistent.consistent_view`, post-processing of the published
+tables): for display, not for estimates (it is biased where counts are small), so its ``ci95`` and
+``sd`` are NaN.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
+from core.dp.consistent import consistent_view
 from core.dp.tables import CountTable
 from stream.wire.release_ids import valid_release_id
 
@@ -62,32 +70,46 @@ def _sidecar(path: Path) -> Path:
     return path
 
 
-def read_counts(path: str | Path, by: tuple[str, ...] | list[str] | None = None) -> pd.DataFrame:
+View = Literal["unbiased", "consistent"]
+
+
+def read_counts(path: str | Path, by: tuple[str, ...] | list[str] | None = None,
+                view: View = "unbiased") -> pd.DataFrame:
     """The count tables under ``path`` (a folder written by ``consume``, a sidecar, or a release's data file)
     as one DataFrame: ``release_id``, ``grouping`` (its columns joined by ``×``), the group columns,
-    ``count``, ``ci95``, ``mechanism`` and ``rho``. ``by``: only that grouping, without ``grouping``.
+    ``count``, ``ci95``, ``sd`` (each cell's noise standard deviation), ``mechanism`` and ``rho``. ``by``:
+    only that grouping, without ``grouping``.
+
+    ``view``: ``"unbiased"`` (the default) gives the published counts, unbiased and sometimes negative;
+    ``"consistent"`` each release's tables made non-negative, whole and consistent on their shared
+    margins (the module docstring says what that view is for; its ``ci95`` and ``sd`` are NaN).
 
     A release whose counts were refused (a budget block's cap) has no rows here; its sidecar says why
     (``refused``)."""
+    if view not in ("unbiased", "consistent"):
+        raise ValueError(f"view must be 'unbiased' or 'consistent' (got {view!r})")
     root = _sidecar(Path(path))
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
     frames = []
     for file in counts_files(root):
         doc = json.loads(file.read_text(encoding="utf-8"))
-        for raw in doc.get("tables") or []:
-            table = CountTable.from_json(raw)
+        tables = [CountTable.from_json(raw) for raw in doc.get("tables") or []]
+        if view == "consistent":
+            tables = consistent_view(tables)  # one release's tables together, before choosing ``by``
+        for table in tables:
             if by is not None and tuple(table.by) != tuple(by):
                 continue
             frame = table.to_frame()
             frame.insert(0, "grouping", "×".join(table.by))
             frame.insert(0, "release_id", str(doc.get("release_id", "")))
+            frame["sd"] = table.sd
             frame["mechanism"] = table.mechanism
             frame["rho"] = table.rho
             frames.append(frame)
     if not frames:
         return pd.DataFrame({"release_id": pd.Series(dtype="string"), "count": pd.Series(dtype="int64"),
-                             "ci95": pd.Series(dtype="float64")})
+                             "ci95": pd.Series(dtype="float64"), "sd": pd.Series(dtype="float64")})
     out = pd.concat(frames, ignore_index=True, sort=False)
     out["release_id"] = out["release_id"].astype("string")
     return out.drop(columns=["grouping"]) if by is not None else out

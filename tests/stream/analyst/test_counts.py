@@ -36,7 +36,7 @@ def test_consume_writes_the_sidecar_and_read_counts_loads_it(tmp_path) -> None: 
     assert set(frame["grouping"]) == {"offence", "region×offence"}
     assert {"count", "ci95", "offence", "region"} <= set(frame.columns)
     only = read_counts(tmp_path, by=("offence",))
-    assert list(only.columns) == ["release_id", "offence", "count", "ci95", "mechanism", "rho"]
+    assert list(only.columns) == ["release_id", "offence", "count", "ci95", "sd", "mechanism", "rho"]
     assert only.set_index("offence")["count"].to_dict() == {"Theft": 12, "Robbery": 0}
     assert (only["ci95"] == 5.0).all()
     pd.testing.assert_frame_equal(read_counts(data, by=("offence",)), only)  # from the release's data file
@@ -46,3 +46,24 @@ def test_read_counts_of_nothing(tmp_path) -> None:  # type: ignore[no-untyped-de
     assert read_counts(tmp_path).empty
     with pytest.raises(FileNotFoundError):
         read_counts(tmp_path / "missing")
+
+
+def test_read_counts_consistent_view(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The default is the published (unbiased, possibly negative) counts; the consistent view makes each
+    release's tables agree on their shared margin, non-negative and whole."""
+    offence = CountTable(by=("offence",), groups=(("Theft",), ("Robbery",)), counts=(14, -3), ci95=5.0,
+                         mechanism="gaussian", rho=0.01, unit="report")
+    region = CountTable(by=("region", "offence"), groups=(("North", "Theft"), ("North", "Robbery"),
+                                                          ("South", "Theft"), ("South", "Robbery")),
+                        counts=(7, 2, 3, -1), ci95=5.0, mechanism="gaussian", rho=0.01, unit="report")
+    write_counts(tmp_path, "r1", _manifest("r1", [offence, region]))
+    unbiased = read_counts(tmp_path)
+    assert unbiased["count"].min() == -3 and (unbiased["sd"] == offence.sd).all()
+    view = read_counts(tmp_path, view="consistent")
+    assert view["count"].min() >= 0 and view["ci95"].isna().all() and view["sd"].isna().all()
+    margins = view.groupby(["grouping", "offence"])["count"].sum().unstack("grouping")
+    assert (margins["offence"] == margins["region×offence"]).all()
+    assert read_counts(tmp_path, by=("offence",), view="consistent")["count"].tolist() == \
+        margins.loc[["Theft", "Robbery"], "offence"].tolist()
+    with pytest.raises(ValueError, match="view"):
+        read_counts(tmp_path, view="clipped")  # type: ignore[arg-type]
