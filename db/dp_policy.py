@@ -141,12 +141,12 @@ def set_cap(session: Session, cap_epsilon: float, cap_rho: float, *, actor: str,
         for b in session.execute(select(BudgetBlock).with_for_update()).scalars():
             b.cap_rho, b.updated_at = cap_rho, now
     else:
-        b = session.get(BudgetBlock, block, with_for_update=True)
-        if b is None:
+        one = session.get(BudgetBlock, block, with_for_update=True)
+        if one is None:
             insert_ignore(session, BudgetBlock.__table__,
                           [{"block": block, "cap_rho": cap_rho, "spent_rho": 0.0, "updated_at": now}], ["block"])
         else:
-            old, b.cap_rho, b.updated_at = float(b.cap_rho), cap_rho, now
+            old, one.cap_rho, one.updated_at = float(one.cap_rho), cap_rho, now
     _audit(session, actor, "dp-cap-set", block or "all blocks",
            {"old_cap_rho": old, "cap_rho": cap_rho, "cap_epsilon": cap_epsilon, "delta": float(row.delta)}, now)
     session.flush()
