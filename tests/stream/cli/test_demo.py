@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 
@@ -45,9 +46,14 @@ def test_demo_runs_a_day_and_its_releases_load_with_read_releases(tmp_path, monk
     assert len(list(folder.glob("*.codebook.md"))) == df["release_id"].nunique()
     # issue 26's "done when": a histogram per band at a chosen level, and what the releases preserve
     from stream.analyst import band_counts, read_codebook, read_utility
+    from stream.io.specs import load_schema
 
-    ages = band_counts(df, "age", "band of width 10", read_codebook(folder))
+    with warnings.catch_warnings(record=True) as caught:  # a decade resolves for few rows of a demo window
+        warnings.simplefilter("always")
+        ages = band_counts(df, "age", "band of width 10", read_codebook(folder), dp=load_schema("crime").spec.dp)
     assert ages.total == len(df) and all(band.startswith("[") for band in ages.counts.index)
+    assert len(caught) == (ages.resolved < 0.5) and (ages.warning is None) == (ages.resolved >= 0.5)
+    assert "age_band x sex x offence" in ages.dp_tables and all("age_band" in t for t in ages.dp_tables)
     util = read_utility(folder)
     assert set(util["release_id"]) == set(df["release_id"]) and util["resolved"].between(0, 1).all()
     assert read_codebook(folder)["utility"].startswith("Preserves")
