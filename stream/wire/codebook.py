@@ -57,15 +57,23 @@ def counts_paragraph(manifest: dict[str, Any]) -> list[str]:
         return []
     half = sorted({t.get("ci95") for t in dp.get("tables") or []} - {None})
     width = f"± {half[0]:g}" if len(half) == 1 else "± ci95"
+    sds = sorted({round(float(t["sd"]), 1) for t in dp.get("tables") or [] if t.get("sd") is not None})
+    sd = f"sd = {sds[0]:g} here" if len(sds) == 1 else "each table states its sd"
     return ["## Counts and their intervals", "",
             f"The counts in `_{manifest.get('release_id')}.counts.json` (`read_counts`) are not the exact counts: "
             f"each is the exact count plus random noise (discrete {dp.get('mechanism')} mechanism, ε = "
             f"{dp.get('epsilon')} per release shared by its tables, δ = {dp.get('delta')}), drawn once and never "
             "redrawn, so that the counts reveal little about any one report (differential privacy, docs/privacy.md). "
-            f"The noise is centred on zero; a cell's 95 % interval, count {width}, holds the true count in 95 of "
-            f"100 cells, so a cell read as 12 {width} says the truth is likely in that range, and a difference "
-            "between two cells smaller than their intervals may be noise. Negative noisy counts are shown as 0, "
-            "and cells nobody fell in are published too (their counts are noise around zero). The counts cover the "
+            "The noise has mean zero and the counts are published as drawn, so they are unbiased and can be "
+            "negative: a cell nobody fell in reads as a small number of either sign (every cell of the public "
+            "domain is published). Keep the negative counts when you add cells up: the sum of m cells of one table "
+            f"is unbiased, its noise has standard deviation sd × √m ({sd}), and its 95 % interval is about "
+            "± 1.96 × sd × √m (`CountTable.sum_ci95`); sums over releases add their variances. A cell's own 95 % "
+            f"interval, count {width}, holds the true count in 95 of 100 cells, so a cell read as 12 {width} says "
+            "the truth is likely in that range, and a difference between two cells smaller than their intervals may "
+            "be noise. Setting negative counts to 0 before adding would bias the sum upwards; for display, "
+            "`read_counts(..., view=\"consistent\")` gives non-negative whole counts whose tables agree on their "
+            "shared margins (biased where counts are small, so without intervals). The counts cover the "
             "reports this release took out of the pool, released and suppressed alike, so they can differ from a "
             "count of the rows above by more than the noise when rows were suppressed."
             + (f" This release has no counts: {dp['refused'].get('message')}." if dp.get("refused") else ""), ""]
