@@ -12,12 +12,17 @@ three steps, using nothing but the published tables (no data access, so no priva
    margin cell. Each such step is the orthogonal projection, in the metric Σ (x − y)² / s², onto the
    tables whose margins on that set agree, so cycling through the sets until nothing moves converges to
    the weighted least-squares estimate under all the constraints at once. Still unbiased; may be negative.
-2. **Non-negativity** (PriView's "ripple" done as alternating projections): negative cells are set to 0
-   and the tables made consistent again, for a few rounds, until no cell is below -1e-6; what is left
-   below 0 is then set to 0 and the shared margins are matched once more by scaling (each margin cell's
-   cells multiplied by a common factor, which keeps them non-negative). Clipping adds mass where the
-   truth is near zero and the re-projection takes it back from the other cells of the same margins, so
-   sparse cells of this view are biased upwards and dense cells slightly downwards.
+2. **Non-negativity** (PriView's "ripple": a negative cell is set to 0 and what that adds is taken back
+   from its neighbours): within each cell of a table's finest shared margin (the shared column set with
+   the most cells; the whole table if it shares none), the cells are replaced by the nearest
+   non-negative cells with the same sum (x = max(y − λ, 0), λ per margin cell), then the tables are made
+   consistent again (step 1), for up to 200 rounds, until no cell is below -1e-6; what is left below 0 is
+   then set to 0 and the shared margins matched once more by scaling (each margin cell's cells multiplied
+   by a common factor, which keeps them non-negative). This keeps the totals where step 1 put them,
+   except where a margin cell is itself negative (raised to 0). Simply clipping negative cells at 0 and
+   re-projecting would add mass: on a crime station-day of 600 reports it raised the common total by
+   about 100 reports, ripple by about 25. Either way small cells of this view are biased upwards and
+   large ones slightly downwards.
 3. **Rounding** to integers, with the largest remainder method: the common total is rounded once, each
    table's finest shared margin (the shared column set with the most cells) is rounded to that total,
    and each table's cells are rounded to their margin cells.
@@ -46,7 +51,7 @@ from core.dp.tables import CountTable
 
 TOLERANCE = 1e-9  # relative disagreement of shared margins at which the least squares stops
 MAX_SWEEPS = 10_000
-NONNEGATIVE_ROUNDS = 50
+NONNEGATIVE_ROUNDS = 200
 Cols = tuple[str, ...]
 
 
@@ -164,12 +169,37 @@ def nonnegative(tables: list[CountTable]) -> list[np.ndarray]:
     return lay.flat(_nonnegative(lay.arrays(tables), lay))
 
 
+def _nonnegative_rows(rows: np.ndarray) -> np.ndarray:
+    """Each row replaced by the nearest non-negative row with the same sum (0 where the sum is negative)."""
+    total = np.maximum(rows.sum(axis=1), 0.0)
+    desc = -np.sort(-rows, axis=1)
+    excess = np.cumsum(desc, axis=1) - total[:, None]
+    j = np.arange(1, rows.shape[1] + 1)
+    positive = desc - excess / j > 0  # true for the first k sorted cells, k the number kept above 0
+    k = np.maximum(positive.sum(axis=1), 1)
+    shift = np.where(positive.any(axis=1), excess[np.arange(len(rows)), k - 1] / k, desc[:, 0])
+    return np.maximum(rows - shift[:, None], 0.0)
+
+
+def _ripple(arrays: list[np.ndarray], lay: _Layout) -> list[np.ndarray]:
+    """Every table non-negative, each cell of its finest shared margin keeping its sum (where ≥ 0)."""
+    out = []
+    shared = [(s, m) for s, m in lay.shared() if len(m) > 1]
+    for i, (a, cols) in enumerate(zip(arrays, lay.cols, strict=True)):
+        keep = next((s for s, m in shared if i in m), ())
+        axes = [cols.index(c) for c in keep]
+        moved = np.moveaxis(a, axes, list(range(len(keep))))
+        rows = moved.reshape(math.prod(moved.shape[:len(keep)]), -1)
+        out.append(np.moveaxis(_nonnegative_rows(rows).reshape(moved.shape), list(range(len(keep))), axes))
+    return out
+
+
 def _nonnegative(arrays: list[np.ndarray], lay: _Layout) -> list[np.ndarray]:
     arrays = _project(arrays, lay)
     for _round in range(NONNEGATIVE_ROUNDS):
         if min(float(a.min(initial=0.0)) for a in arrays) >= -1e-6:
             break
-        arrays = _project([np.maximum(a, 0.0) for a in arrays], lay)
+        arrays = _project(_ripple(arrays, lay), lay)
     return _rake([np.maximum(a, 0.0) for a in arrays], lay)
 
 
