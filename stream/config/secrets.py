@@ -3,9 +3,10 @@
 Secrets (``fingerprint_key``, ``signing_key``, ``operator_token``, ``database_password``) are pydantic
 ``SecretStr`` values: never in logs, reprs or error messages. Production refuses a fingerprint or
 signing key that is not a generated one (64+ hex digits or base64 of 32+ bytes that pass the randomness
-tests of :func:`not_random`: no placeholder word, no symbol far too frequent, no long repeat), a signing
-key equal to the fingerprint key, and a weak operator token (shorter than 24 characters, under 120 bits
-by its alphabet, or not random), saying how to generate one (:func:`check_production_secrets`).
+tests of :func:`not_random`: no placeholder word, no symbol far too frequent, no long repeat; nor what a
+password cracker finds: :mod:`stream.config.guessable`), a weak operator token (shorter than 24
+characters, under 120 bits by its alphabet, not random or guessable), and any secret derived from
+another (equal, re-encoded, hashed), saying how to generate one (:func:`check_production_secrets`).
 """
 
 from __future__ import annotations
@@ -46,15 +47,26 @@ def check_production_secrets(settings: Any, required: tuple[str, ...]) -> None:
     signing = secret_value(settings.signing_key) or ""
     if not weak and not (len(signing) == 64 and all(c in HEX for c in signing)):
         weak.append(f"{ENV_PREFIX}SIGNING_KEY must be 64 hex digits (an Ed25519 seed)")
-    if not weak and signing.lower() == (secret_value(settings.fingerprint_key) or "").lower():
-        weak.append(f"{ENV_PREFIX}SIGNING_KEY is the fingerprint key: each key must be its own")
     token = secret_value(settings.operator_token)
     why = weak_token(token) if token is not None else None
     if why:
         weak.append(f"{ENV_PREFIX}OPERATOR_TOKEN {why}")
+    if not weak:
+        weak += _derived_pairs(settings)
     if weak:
         raise ParamsError(f"production mode refuses weak secrets: {'; '.join(weak)} ({GENERATE_HINT})",
                           reason="weak-secret")
+
+
+def _derived_pairs(settings: Any) -> list[str]:
+    """One line per pair of secrets that are one (equal, re-encoded, or one a hash of the other)."""
+    from stream.config.guessable import derived
+
+    values = [(n, secret_value(getattr(settings, n))) for n in ("fingerprint_key", "signing_key", "operator_token")]
+    present = [(n, v) for n, v in values if v]
+    return [f"{ENV_PREFIX}{b.upper()} is derived from {ENV_PREFIX}{a.upper()} (equal, re-encoded or hashed): each "
+            "secret must be generated on its own" for i, (a, va) in enumerate(present) for b, vb in present[i + 1:]
+            if derived(va, vb)]
 
 
 class FileSettings(EnvSettingsSource):
@@ -82,7 +94,7 @@ def weak_key(text: str) -> str | None:
     hexa = len(text) >= 64 and all(c in HEX for c in text)
     if not hexa and len(_b64(text) or b"") < 32:
         return "is not 32 random bytes (64 hex digits or base64)"
-    return not_random(text.lower() if hexa else text.rstrip("="), 16 if hexa else 64)
+    return not_random(text.lower() if hexa else text.rstrip("="), 16 if hexa else 64) or _guessed(text)
 
 
 def weak_token(text: str) -> str | None:
@@ -93,7 +105,16 @@ def weak_token(text: str) -> str | None:
         (32 if any(not any(c in chars for chars, _ in CLASSES) for c in text) else 0)
     if len(text) * math.log2(max(alphabet, 2)) < MIN_TOKEN_BITS:
         return f"has fewer than {MIN_TOKEN_BITS} bits of entropy"
-    return not_random(text, max(alphabet, 2))
+    return not_random(text, max(alphabet, 2)) or _guessed(text)
+
+
+def _guessed(text: str) -> str | None:
+    """A hash of a common password, or what a password cracker finds (:mod:`stream.config.guessable`)."""
+    from stream.config.guessable import guessable, hashed_password
+
+    if hashed_password(text):
+        return "is the hash of a common password"
+    return guessable(text)
 
 
 def not_random(text: str, alphabet: int) -> str | None:

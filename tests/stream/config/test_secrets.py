@@ -35,7 +35,7 @@ def test_keys_that_were_not_generated_are_refused(value: str, says: str) -> None
 
 def test_the_signing_key_must_not_be_the_fingerprint_key() -> None:
     key = secrets.token_hex(32)
-    with pytest.raises(ParamsError, match="SIGNING_KEY is the fingerprint key"):
+    with pytest.raises(ParamsError, match="SIGNING_KEY is derived from ANONSTREAM_FINGERPRINT_KEY"):
         Settings(**BASE, fingerprint_key=key, signing_key=key.upper())
 
 
