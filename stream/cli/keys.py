@@ -27,9 +27,10 @@ Keys of the service.
              service creates on its first start (`anonstream run` or `demo`); `keys public` never
              creates one. The demo's key is under var/demo: ANONSTREAM_HOME=var/demo anonstream keys public
   init       write every secret file docker-compose.yml mounts into --secrets-dir (default
-             ./secrets, created 0700): postgres_password, fingerprint_key, signing_key,
+             ./secrets, made 0700): postgres_password, fingerprint_key, signing_key,
              operator_token, grafana_admin_password, each freshly generated in its required format,
-             mode 0600. It refuses to overwrite: if any of them exists, nothing is written (exit 2).
+             mode 0600. It refuses to overwrite or to write through a link: if any of them exists
+             (a dangling link included), nothing is written (exit 2).
   generate   print a fresh secret of 32 random bytes as 64 hex digits, fit for
              ANONSTREAM_SIGNING_KEY or ANONSTREAM_FINGERPRINT_KEY (the same as
              python -c 'import secrets; print(secrets.token_hex(32))').
@@ -41,21 +42,24 @@ Examples:
 
 
 def init_secrets(folder: Path) -> list[Path]:
-    """Write every compose secret file into ``folder`` (0600; the folder 0700 when created); refuse to
-    overwrite any of them. Returns the files written."""
+    """Write every compose secret file into ``folder`` (0600) and make the folder 0700 (created so, or
+    tightened when it was looser); refuse to overwrite any of them, or to write through a link (a
+    dangling one included), before writing anything. Returns the files written."""
     from core.errors import ParamsError
 
-    if folder.exists() and not folder.is_dir():
-        raise ParamsError(f"--secrets-dir {folder}: not a folder", reason="invalid-path")
-    taken = [name for name in SECRET_FILES if (folder / name).exists()]
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise ParamsError(f"--secrets-dir {folder}: not a folder (a link or a file); give a real folder",
+                          reason="invalid-path")
+    taken = [name for name in SECRET_FILES if os.path.lexists(folder / name)]  # a dangling link counts
     if taken:
         raise ParamsError(f"{folder} already has {', '.join(taken)}: keys init never overwrites a secret (the "
-                          "ledger's fingerprints depend on fingerprint_key); remove them first to start afresh",
-                          reason="exists")
+                          "ledger's fingerprints depend on fingerprint_key) nor writes through a link; remove "
+                          "them first to start afresh", reason="exists")
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)  # an existing folder too: the secrets are no one else's to list
     written = []
     for name, (make, _what) in SECRET_FILES.items():
-        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(make() + "\n")
         written.append(folder / name)

@@ -35,3 +35,24 @@ def test_init_writes_every_secret_compose_mounts_and_never_overwrites(tmp_path: 
     assert not (folder / "grafana_admin_password").exists()
     assert {p.name: p.read_text().strip() for p in folder.iterdir()} == {k: v for k, v in read.items()
                                                                            if k != "grafana_admin_password"}
+
+
+def test_init_tightens_a_loose_folder_and_never_writes_through_a_link(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import stat
+
+    from stream.cli.main import main
+
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    os.chmod(loose, 0o777)
+    assert main(["keys", "init", "--secrets-dir", str(loose)]) == 0
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o700  # it said so; now it is
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "signing_key").symlink_to(tmp_path / "elsewhere")  # dangling
+    capsys.readouterr()
+    assert main(["keys", "init", "--secrets-dir", str(linked)]) == 2
+    err = capsys.readouterr().err
+    assert "already has signing_key" in err and "Traceback" not in err
+    assert sorted(p.name for p in linked.iterdir()) == ["signing_key"] and not (tmp_path / "elsewhere").exists()
