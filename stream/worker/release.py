@@ -91,7 +91,7 @@ class Orchestrator:
                                        settings.mode == "production")
         self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
-        check_counts(schema)  # a [dp] table whose groupings cannot be counted stops the worker here
+        check_counts(schema, settings, db)  # counts that could not hold their guarantee stop the worker here
 
     @cached_property
     def engine_name(self) -> str:
@@ -225,7 +225,7 @@ class Orchestrator:
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
             on_verified()
-        dp = dp_counts(self.db, self.schema, sample, window.id, s.feed, s.fault_point, rid)  # budget before noise
+        dp = dp_counts(self.db, self.schema, sample, window, s.feed, s.fault_point, rid)  # budget before noise
         return self._store(window, rid, seed, cands, eligible, sample, blocked, frame, release, report, now, timings,
                            blocked_by, risk, dp)
 
