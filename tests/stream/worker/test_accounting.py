@@ -113,7 +113,11 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
     """Held-back reports are counted again as ``carried_in`` by the next manifest; duplicates that arrive
     when their key has no open window are counted by the key's next release. Summed over manifests,
     ``received - carried_in`` + never-considered pending = accepted, and every duplicate is in a manifest."""
-    led = _ledger(pg, tmp_path, "acct_sample", link_guard="report", sample_policy="fraction", sample_fraction=0.5)
+    crime = (Path(__file__).resolve().parents[3] / "stream" / "specs" / "crime.toml").read_text()
+    spec = tmp_path / "crime-no-dp.toml"  # DP counts refuse a re-drawn sample (docs/privacy.md): not counted here
+    spec.write_text(crime[:crime.index("\n[dp]")] + "\n")
+    led = _ledger(pg, tmp_path, "acct_sample", link_guard="report", sample_policy="fraction", sample_fraction=0.5,
+                  spec=str(spec))
     db, orch, settings, ingest = led.db, led.orch, led.settings, led.ingest
     now = datetime(2024, 3, 10, tzinfo=UTC)
 
