@@ -138,8 +138,8 @@ def noise_moments(rho: float, mechanism: Mechanism = "gaussian", sensitivity: in
 def ci95(rho: float, mechanism: Mechanism = "gaussian", sensitivity: int = 1) -> float:
     """Half-width t of one cell's 95 % interval: the smallest integer with P(|noise| ≤ t) ≥ 0.95.
 
-    ``count ± ci95`` covers the exact count in at least 95 % of cells (clipping at zero only moves
-    a count towards a non-negative truth, so it keeps the coverage)."""
+    ``count ± ci95`` covers the exact count in at least 95 % of cells (the published counts are the
+    unbiased noisy integers, negative ones included: :mod:`core.dp.plan`)."""
     x, p = noise_pmf(rho, mechanism, sensitivity)
     centre = len(x) // 2
     within = np.cumsum(p[centre:] + p[centre::-1]) - p[centre]  # P(|Z| <= t) for t = 0, 1, ...
