@@ -36,6 +36,7 @@ _ENGINES: dict[str, str] = {
     "cg-kanon": "core.engines.cg.kanon:CGKanonEngine",
     "cg-diverse": "core.engines.cg.diverse:CGDiverseEngine",
     "local-recode": "core.engines.fulldomain.local_recode:LocalRecodeEngine",
+    "castle": "core.engines.castle.engine:CastleEngine",
 }
 
 def engine_names() -> list[str]:
