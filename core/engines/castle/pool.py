@@ -39,6 +39,7 @@ class OpenPool:
         self.il = np.zeros(capacity)
         self.active = np.zeros(capacity, np.bool_)
         self.born = np.zeros(capacity, np.int64)  # creation order: ties go to the oldest cluster
+        self.size = np.zeros(capacity, np.int64)  # member tuples
         self.created = 0
         self.open: list[Open | None] = [None] * capacity
         self.free: list[int] = list(range(capacity - 1, -1, -1))
@@ -63,6 +64,7 @@ class OpenPool:
             self.il = np.concatenate([self.il, np.zeros(cap)])
             self.active = np.concatenate([self.active, np.zeros(cap, np.bool_)])
             self.born = np.concatenate([self.born, np.zeros(cap, np.int64)])
+            self.size = np.concatenate([self.size, np.zeros(cap, np.int64)])
             self.open.extend([None] * cap)
             self.free = list(range(2 * cap - 1, cap - 1, -1))
         slot = self.free.pop()
@@ -72,6 +74,7 @@ class OpenPool:
         self.lvl[slot] = 0
         self.il[slot] = 0.0
         self.born[slot] = self.created
+        self.size[slot] = 0
         self.created += 1
         return slot
 
@@ -92,13 +95,14 @@ class OpenPool:
 
     def enlarge(self, slot: int, xlo: np.ndarray, xhi: np.ndarray, xlvl: np.ndarray) -> None:
         """Grow ``slot``'s generalisation to cover ``(xlo, xhi, xlvl)`` and update its loss."""
+        join_one(self.lo[slot], self.hi[slot], self.lvl[slot], xlo, xhi, xlvl, self.space.maps, self.space.ordered)
+        self.il[slot] = self.loss_of(self.lo[slot], self.hi[slot], self.lvl[slot])
+
+    def loss_of(self, lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray) -> float:
+        """Loss of the generalisation ``(lo, hi, lvl)`` (d,)."""
         sp = self.space
-        join_one(self.lo[slot], self.hi[slot], self.lvl[slot], xlo, xhi, xlvl, sp.maps, sp.ordered)
-        one = np.ones(1, np.bool_)
-        s = slice(slot, slot + 1)
-        self.il[slot] = float(join_il(self.lo[s], self.hi[s], self.lvl[s], one, self.lo[slot], self.hi[slot],
-                                      self.lvl[slot], sp.maps, sp.cost, sp.ordered, sp.vals, sp.weights,
-                                      HULL_EPS)[0])
+        return float(join_il(lo[None, :], hi[None, :], lvl[None, :], np.ones(1, np.bool_), lo, hi, lvl, sp.maps,
+                             sp.cost, sp.ordered, sp.vals, sp.weights, HULL_EPS)[0])
 
 
 class Published:

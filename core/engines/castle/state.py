@@ -91,6 +91,7 @@ def restore(state: CastleState, space: Space, rng: np.random.Generator) -> Castl
         stream.queue.append(t["id"])
         c = pool.get(slot)
         c.members.append(t["id"])
+        pool.size[slot] += 1
         for counter, key in ((c.pids, w.pid), (c.sens, w.sens), (stream.open_pids, w.pid),
                              (stream.open_sens, w.sens)):
             counter[key] += 1

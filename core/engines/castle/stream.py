@@ -28,6 +28,7 @@ from collections.abc import Hashable, Iterable
 
 import numpy as np
 
+from core.engines.castle.kernels import join_one
 from core.engines.castle.pool import Open, OpenPool, Published
 from core.engines.castle.records import Departure, Settings, Waiting
 from core.engines.castle.space import Space
@@ -78,6 +79,7 @@ class CastleStream:
         if c.members:
             self.pool.enlarge(slot, x, x, np.zeros_like(x))
         c.members.append(tuple_id)
+        self.pool.size[slot] += 1
         for counter, key in ((c.pids, pid), (c.sens, sens), (self.open_pids, pid), (self.open_sens, sens)):
             counter[key] += 1
         out: list[Departure] = []
@@ -147,7 +149,7 @@ class CastleStream:
             return
         j = self.omega.best_cover(w.leaves) if self.s.reuse else -1
         if j >= 0 and self.omega.loss[j] < self.tau:
-            self._leave_via(tid, j, "reuse", out)
+            self._leave_via(tid, j, "reuse", out, "reuse:below-tau")
             return
         if self.s.suppress_outliers:  # the paper: a cluster smaller than most open ones is an outlier
             sizes = [len(self.pool.get(i).pids) for i in self.pool.slots()]
@@ -157,9 +159,13 @@ class CastleStream:
         if len(self.open_pids) < self.s.k or len(self.open_sens) < self.s.l:
             self._last_resort(tid, "too-few-waiting", out)
             return
-        slot = self._merge(w.slot, final)
-        if self._valid(self.pool.get(slot)):
-            self._output(slot, "merge", out)
+        chain, merged_loss = self._plan_merge(w.slot, final)
+        if j >= 0 and self.omega.loss[j] <= merged_loss and not final:
+            self._leave_via(tid, j, "reuse", out, "reuse:cheaper-than-merge")
+            return
+        self._merge(w.slot, chain)
+        if self._valid(self.pool.get(w.slot)):
+            self._output(w.slot, "merge", out)
         else:  # cannot happen: all open tuples together are valid (checked above)
             self._last_resort(tid, "merge-failed", out)
 
@@ -167,7 +173,7 @@ class CastleStream:
         """Leave through the cheapest covering published cluster whatever its loss, else suppressed."""
         j = self.omega.best_cover(self.tuples[tid].leaves) if self.s.reuse else -1
         if j >= 0:
-            self._leave_via(tid, j, "last-resort", out)
+            self._leave_via(tid, j, "reuse", out, "reuse:last-resort")
             return
         w = self._remove(tid)
         self.stats["suppressed:" + reason] += 1
@@ -178,6 +184,7 @@ class CastleStream:
         w = self.tuples.pop(tid)
         c = self.pool.get(w.slot)
         c.members.remove(tid)
+        self.pool.size[w.slot] -= 1
         for counter, key in ((c.pids, w.pid), (c.sens, w.sens)):
             counter[key] -= 1
             if counter[key] == 0:
@@ -193,39 +200,64 @@ class CastleStream:
             if counter[key] == 0:
                 del counter[key]
 
-    def _leave_via(self, tid: Hashable, j: int, how: str, out: list[Departure]) -> None:
+    def _leave_via(self, tid: Hashable, j: int, how: str, out: list[Departure], why: str) -> None:
         w = self._remove(tid)
-        self.stats[how] += 1
+        self.stats[why] += 1
         out.append(Departure(tid, int(self.omega.ids[j]), self.omega.nodes(j), how, self.seq - w.arrival))
 
-    def _merge(self, slot: int, final: bool) -> int:
-        """Merge the clusters that enlarge ``slot`` least into it until it is valid (the paper's
-        merge_clusters); at the end of the stream also every open tuple that could not be released alone."""
+    def _plan_merge(self, slot: int, final: bool) -> tuple[list[int], float]:
+        """The clusters the paper's merge_clusters would merge into ``slot``, in order, and the merged loss.
+
+        Each step takes the open cluster that adds least loss over all tuples involved, (|C| + |C'|)
+        IL(C u C') - |C'| IL(C') (the paper: IL(C u C') - IL(C), blind to sizes), until the cluster holds k
+        persons and l values; at the end of the stream (``final``) also while the open tuples left outside
+        could not be released on their own."""
         pool, c = self.pool, self.pool.get(slot)
-        while not self._valid(c) or (final and self._rest_too_small(c)):
-            pool.active[slot] = False
-            cost = pool.join_costs(pool.lo[slot], pool.hi[slot], pool.lvl[slot])
+        lo, hi, lvl = pool.lo[slot].copy(), pool.hi[slot].copy(), pool.lvl[slot].copy()
+        size, loss = int(pool.size[slot]), float(pool.il[slot])
+        pids, sens = set(c.pids), set(c.sens)
+        chain: list[int] = []
+        pool.active[slot] = False
+        try:
+            while not (len(pids) >= self.s.k and len(sens) >= self.s.l) or (final and self._rest_too_small(pids, sens)):
+                cost = (size + pool.size) * pool.join_costs(lo, hi, lvl) - pool.size * pool.il
+                best = cost.min()
+                if not np.isfinite(best):
+                    break
+                j = pool.oldest(np.flatnonzero(cost <= best + 1e-12))
+                chain.append(j)
+                pool.active[j] = False
+                join_one(lo, hi, lvl, pool.lo[j], pool.hi[j], pool.lvl[j], self.space.maps, self.space.ordered)
+                loss = pool.loss_of(lo, hi, lvl)
+                size += int(pool.size[j])
+                pids.update(pool.get(j).pids)
+                sens.update(pool.get(j).sens)
+        finally:
             pool.active[slot] = True
-            best = cost.min()
-            if not np.isfinite(best):
-                break
-            j = pool.oldest(np.flatnonzero(cost <= best + 1e-12))
+            pool.active[chain] = True
+        return chain, loss
+
+    def _merge(self, slot: int, chain: list[int]) -> None:
+        """Merge the open clusters ``chain`` into ``slot``."""
+        pool, c = self.pool, self.pool.get(slot)
+        for j in chain:
             other = pool.get(j)
             pool.enlarge(slot, pool.lo[j], pool.hi[j], pool.lvl[j])
             for tid in other.members:
                 self.tuples[tid].slot = slot
             c.members.extend(other.members)
+            pool.size[slot] += pool.size[j]
             c.pids.update(other.pids)
             c.sens.update(other.sens)
             pool.drop(j)
             self.stats["merged-clusters"] += 1
-        return slot
 
-    def _rest_too_small(self, c: Open) -> bool:
-        """Would the open tuples outside ``c`` hold fewer than k persons or l values?"""
-        pids = sum(1 for p, n in self.open_pids.items() if n > c.pids.get(p, 0))
-        sens = sum(1 for v, n in self.open_sens.items() if n > c.sens.get(v, 0))
-        return pids > 0 and (pids < self.s.k or sens < self.s.l)
+    def _rest_too_small(self, pids: set[Hashable], sens: set[Hashable]) -> bool:
+        """Would the open tuples of persons outside ``pids`` hold fewer than k persons or l values (``sens``:
+        the values inside)? Counted on the persons wholly outside, a lower bound."""
+        rest = [p for p in self.open_pids if p not in pids]
+        values = {v for v in self.open_sens if v not in sens}
+        return len(rest) > 0 and (len(rest) < self.s.k or len(values) + len(sens) < self.s.l)
 
     def _parts(self, members: list[Hashable]) -> list[list[int]]:
         """Positions of ``members`` per sub-cluster: split (:mod:`.split`) when >= 2k persons."""
