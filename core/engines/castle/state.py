@@ -80,9 +80,9 @@ def restore(state: CastleState, space: Space, rng: np.random.Generator) -> Castl
         rng.bit_generator.state = state.rng
     pool = stream.pool
     slots = []
-    for c in state.clusters:
-        slot = pool.new(np.asarray(c["lo"], np.int32))
-        pool.hi[slot], pool.lvl[slot], pool.il[slot], pool.born[slot] = c["hi"], c["lvl"], c["loss"], c["born"]
+    for cl in state.clusters:
+        slot = pool.new(np.asarray(cl["lo"], np.int32))
+        pool.hi[slot], pool.lvl[slot], pool.il[slot], pool.born[slot] = cl["hi"], cl["lvl"], cl["loss"], cl["born"]
         slots.append(slot)
     for t in state.waiting:
         slot = slots[t["cluster"]]

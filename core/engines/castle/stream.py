@@ -58,10 +58,6 @@ class CastleStream:
         """Mean loss of the last mu published clusters (0 before the first)."""
         return sum(self.recent) / len(self.recent) if self.recent else 0.0
 
-    @property
-    def waiting(self) -> int:
-        return len(self.tuples)
-
     def push(self, tuple_id: Hashable, leaves: np.ndarray, pid: Hashable, sens: Hashable = None,
              time: float | None = None) -> list[Departure]:
         """Add one tuple (leaf codes per QI, person id, sensitive value, event time in seconds); returns
@@ -89,10 +85,7 @@ class CastleStream:
     def push_many(self, rows: Iterable[tuple[Hashable, np.ndarray, Hashable, Hashable, float | None]]
                   ) -> list[Departure]:
         """:meth:`push` each ``(tuple_id, leaves, pid, sens, time)``; all departures in order."""
-        out: list[Departure] = []
-        for row in rows:
-            out.extend(self.push(*row))
-        return out
+        return [d for row in rows for d in self.push(*row)]
 
     def tick(self, now: float) -> list[Departure]:
         """Advance event time to ``now`` (a worker's timer) and expire what waited ``delta_seconds``."""
@@ -148,7 +141,7 @@ class CastleStream:
             self._output(w.slot, "cluster", out)
             return
         j = self.omega.best_cover(w.leaves) if self.s.reuse else -1
-        if j >= 0 and self.omega.loss[j] < self.tau:
+        if j >= 0 and self.omega.loss[j] < self.tau and (not final or self._rest_valid_without(w)):
             self._leave_via(tid, j, "reuse", out, "reuse:below-tau")
             return
         if self.s.suppress_outliers:  # the paper: a cluster smaller than most open ones is an outlier
@@ -215,7 +208,7 @@ class CastleStream:
         pool, c = self.pool, self.pool.get(slot)
         lo, hi, lvl = pool.lo[slot].copy(), pool.hi[slot].copy(), pool.lvl[slot].copy()
         size, loss = int(pool.size[slot]), float(pool.il[slot])
-        pids, sens = set(c.pids), set(c.sens)
+        pids, sens = Counter(c.pids), Counter(c.sens)
         chain: list[int] = []
         pool.active[slot] = False
         try:
@@ -252,12 +245,18 @@ class CastleStream:
             pool.drop(j)
             self.stats["merged-clusters"] += 1
 
-    def _rest_too_small(self, pids: set[Hashable], sens: set[Hashable]) -> bool:
-        """Would the open tuples of persons outside ``pids`` hold fewer than k persons or l values (``sens``:
-        the values inside)? Counted on the persons wholly outside, a lower bound."""
-        rest = [p for p in self.open_pids if p not in pids]
-        values = {v for v in self.open_sens if v not in sens}
-        return len(rest) > 0 and (len(rest) < self.s.k or len(values) + len(sens) < self.s.l)
+    def _rest_too_small(self, pids: Counter, sens: Counter) -> bool:
+        """Would the open tuples outside a cluster (its tuples per person ``pids`` and per value ``sens``)
+        hold fewer than k persons or l values?"""
+        rest = sum(1 for p, n in self.open_pids.items() if n > pids.get(p, 0))
+        values = sum(1 for v, n in self.open_sens.items() if n > sens.get(v, 0))
+        return rest > 0 and (rest < self.s.k or values < self.s.l)
+
+    def _rest_valid_without(self, w: Waiting) -> bool:
+        """Would the other open tuples (if any) still hold k persons and l values without ``w``?"""
+        persons = len(self.open_pids) - (self.open_pids[w.pid] == 1)
+        values = len(self.open_sens) - (self.open_sens[w.sens] == 1)
+        return len(self.tuples) == 1 or (persons >= self.s.k and values >= self.s.l)
 
     def _parts(self, members: list[Hashable]) -> list[list[int]]:
         """Positions of ``members`` per sub-cluster: split (:mod:`.split`) when >= 2k persons."""

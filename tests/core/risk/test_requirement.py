@@ -16,7 +16,7 @@ from tests.core.engines.test_property import _params, release_exists
 from tests.strategies import make_table, small_schema, small_tables
 
 SCHEMA = small_schema()
-ENFORCING = {"optimal", "exhaustive", "datafly", "random", "kgen", "mondrian", "pbg-ea"}
+ENFORCING = {"optimal", "exhaustive", "datafly", "random", "kgen", "mondrian", "pbg-ea", "castle"}
 
 
 def test_k_min_maps_max_risk_to_a_class_size() -> None:
