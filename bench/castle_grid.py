@@ -82,13 +82,14 @@ def main() -> None:
         lv = {"l": ell} if ell > 1 else {}
         if (k, ell) not in mondrian:
             mondrian[(k, ell)] = run("mondrian", frame, schema, batch, {"k": k, **lv})
-        cell = run("castle", frame, schema, batch, {"k": k, "delta_tuples": delta, "mu": 100, **lv})
+        values = {"k": k, "delta_tuples": delta, "mu": 100, "max_suppression": 1.0, **lv}  # count, never refuse
+        cell = run("castle", frame, schema, batch, values)
         row = {"k": k, "delta": delta, "l": ell, **cell, "mondrian_ncp": mondrian[(k, ell)]["ncp"]}
         row["vs_mondrian"] = row["ncp"] / row["mondrian_ncp"]
         if delta == 5000:
-            row["no_reuse_ncp"] = run("castle", frame, schema, batch,
-                                      {"k": k, "delta_tuples": delta, "reuse": False, **lv})["ncp"]
+            row["no_reuse_ncp"] = run("castle", frame, schema, batch, {**values, "reuse": False})["ncp"]
         rows.append(row)
+        write_results("castle_grid_quick" if args.quick else "castle_grid", {"rows": len(frame), "cells": rows})
         print(f"k={k} delta={delta} l={ell}: ncp {row['ncp']:.4f} (mondrian {row['mondrian_ncp']:.4f}), "
               f"{row['rows_per_s']:.0f} rows/s", flush=True)
     load_after = os.getloadavg()
