@@ -16,9 +16,9 @@ from stream.console.auth import TokenGuard, WrongToken, safe_next
 from tests.stream.console.conftest import Console
 from tests.stream.console.seed import Seeded
 
-PROD_TOKEN = "prod-console-token-0123456789abcdef"
-KEY = "5f0e8d1c7b3a29485766f1e2d3c4b5a69788a9bacbdcedfe0f1a2b3c4d5e6f70"
-KEY2 = "c0ffee00d15ea5e5baadf00d1234567890abcdef0fedcba98765432101a2b3c4"
+PROD_TOKEN = "u2uPdO8UWLtl7oT-S_holPhtNfK2lgoiorI43vpvG0o"  # generated (token_urlsafe(32))
+KEY = "5401cbaa4cd50fa9bdad146b28a6e29616555034d5f8a551337a403cd1e9f907"  # generated (keys generate)
+KEY2 = "5a2ad90556a5f043f1445df6c77853f41cb478925babfe3ec8912d45611892d4"  # generated
 
 
 def _prod(seeded: Seeded, token: str | None = PROD_TOKEN) -> Console:

@@ -124,8 +124,8 @@ def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no
             assert f"{ENV_PREFIX}{field.upper()}" not in env, field
 
 
-KEY = "5f0e8d1c7b3a29485766f1e2d3c4b5a69788a9bacbdcedfe0f1a2b3c4d5e6f70"
-KEY2 = "c0ffee00d15ea5e5baadf00d1234567890abcdef0fedcba98765432101a2b3c4"
+KEY = "5401cbaa4cd50fa9bdad146b28a6e29616555034d5f8a551337a403cd1e9f907"  # generated (keys generate)
+KEY2 = "5a2ad90556a5f043f1445df6c77853f41cb478925babfe3ec8912d45611892d4"  # generated
 
 
 def _secret(name: str) -> str:
