@@ -140,7 +140,8 @@ class Settings(BaseSettings):
                           "(0 = a free port)")
     log_level: str = Field(default="info", description="the faust worker's log level")
     fault_point: Literal["claim", "anonymize", "after-noise", "after-ledger-write", "mid-publish",
-                         "mid-republish", "aggregate-after-charge", "aggregate-mid-write"] | None = Field(
+                         "mid-republish", "aggregate-after-charge", "aggregate-mid-write",
+                         "stop-after-ingest"] | None = Field(
         default=None, description="testing only: kill the worker hard at this point (crash recovery tests)")
 
     # --- operations (docs/operations.md) -----------------------------------------------------------

@@ -33,3 +33,19 @@ def crash_at(point: str, configured: str | None) -> None:
     if worker is not None and worker.pid is not None:  # a release process (forked by the fork server): the worker
         os.kill(worker.pid, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+_STOPPED: set[str] = set()
+
+
+def stop_at(point: str, configured: str | None) -> None:
+    """SIGSTOP this process (a test resumes it with SIGCONT) when the configured fault point is ``point``:
+    ``stop-after-ingest`` freezes the worker right after its first batch is in the pending pool, so a test
+    can act while the rest of a push is still unread, whatever the machine's load."""
+    if configured != point or point in _STOPPED:
+        return
+    _STOPPED.add(point)  # once: a resumed worker goes on
+    log.critical("fault point %s: stopping the worker (testing)", point)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os.kill(os.getpid(), signal.SIGSTOP)

@@ -2,15 +2,14 @@
 
 At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
 
-* a batch is validated, its rejects are sent to the DLQ, and its accepted reports are written to
-  the pending pool; only then does the agent return and faust may acknowledge (commit) the offsets.
-  A failing database write is retried; if it keeps failing the process exits hard so the offsets
-  are never committed (faust acknowledges a batch whose handler raised);
+* a batch is validated, its rejects sent to the DLQ and its accepted reports written to the pending pool;
+  only then may faust commit the offsets. A failing database write is retried, and if it keeps failing
+  the process exits hard, never committing (faust acknowledges a batch whose handler raised);
 * releases are stored in the ledger in one transaction before anything is published; records are
   published first, then the manifest; then the release is marked published. A stored but unpublished
   release (crash in between) is re-published as stored, on restart or once its publishing claim expires;
-* window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` while
-  the worker works on them (they expire only when it dies, hangs or loses the database).
+* window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` while the
+  worker works on them (they expire only when it dies, hangs or loses the database).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
-from stream.worker.faults import crash_at
+from stream.worker.faults import crash_at, stop_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
 from stream.worker.metrics import WorkerMetrics
@@ -117,6 +116,7 @@ class WorkerService:
                                         s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
         result = await self._persist(accepted, batch.rejections, now)
+        stop_at("stop-after-ingest", s.fault_point)
         for i, reason, message in result.refused:
             dead.append(dead_letter(batch.raws[i], reason, message, accepted[i].station_id, now))
         if dead:

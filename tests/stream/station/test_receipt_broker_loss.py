@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -33,6 +34,12 @@ ROWS = 2 * 4000  # well above the worker's first batch (take_max 500): the pause
 def _pending(sc: Scenario) -> int:
     with sc.db.read() as s:
         return int(s.execute(select(func.count()).select_from(PendingReport)).scalar_one())
+
+
+def _stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP): its state in /proc is T."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
 def _push(sc: Scenario, broker: EmbeddedBroker, path) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
@@ -55,11 +62,11 @@ def test_a_broker_killed_mid_push_leaves_a_receipt_of_what_was_not_ingested(pg, 
     broker = EmbeddedBroker(log_file=tmp_path / "broker.log").start()
     sc = Scenario(broker, pg, tmp_path / "service", take_max=500)
     try:
-        worker = sc.start_worker(broker_watch_s=1.0, broker_lost_exit_s=3.0)
+        worker = sc.start_worker(broker_watch_s=1.0, broker_lost_exit_s=3.0, fault_point="stop-after-ingest")
         _serving(sc, broker)
         push = _push(sc, broker, path)
-        sc.wait_for(lambda: _pending(sc) > 0, timeout=120)
-        os.kill(worker.pid, signal.SIGSTOP)  # it reads nothing more ...
+        sc.wait_for(lambda: _stopped(worker.pid), timeout=120)  # it froze itself after its first batch ...
+        assert 0 < _pending(sc) < ROWS  # ... so it reads nothing more, whatever the machine's load
         broker.proc.kill()  # ... and the broker's memory, with every report it acknowledged, is gone
         broker.proc.wait()
         os.kill(worker.pid, signal.SIGCONT)
