@@ -36,16 +36,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from stream.ops.locate import port_free, resolve
 
     settings = resolve(load_settings(**overrides(args)))  # flag > environment > the instance's state file
-    if settings.web_port == 0:
-        settings = settings.with_updates(web_port=free_port(settings.web_host))
-    elif not port_free(settings.web_host, settings.web_port):
-        raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
-                          "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
     if settings.pipelines is not None:  # a bad pipelines file is one error line before anything starts
         from stream.config.feeds import load_pipelines
 
         load_pipelines(Path(settings.pipelines))
     check_counts_settings(settings)  # DP counts that could not hold their guarantee: one line, nothing started
+    if settings.web_port == 0:  # the configuration first: what it says is wrong whatever else runs here
+        settings = settings.with_updates(web_port=free_port(settings.web_host))
+    elif not port_free(settings.web_host, settings.web_port):
+        raise ParamsError(f"web port {settings.web_port} on {settings.web_host} is in use (another worker?): pass "
+                          "--web-port N or set ANONSTREAM_WEB_PORT (0 picks a free port)", reason="port-in-use")
     if args.detach:  # the worker runs in another process: this one imports none of it
         return _detach(settings, args.ready_timeout)
     from stream.ops.runtime import embedded

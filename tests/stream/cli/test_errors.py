@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+
 import pytest
 
 from stream.cli.main import main
@@ -28,9 +31,14 @@ def test_an_unknown_engine_of_a_feed_names_the_feed(tmp_path, capsys) -> None:  
     pipelines = tmp_path / "pipelines.toml"
     pipelines.write_text('[[feed]]\nname = "a"\ninput = "in.a"\nspec = "crime"\nengine = "mondrain"\n'
                          'outputs = { records = "a.r", releases = "a.m", dlq = "a.d" }\n')
-    assert main(["run", "--pipelines", str(pipelines)]) == 2
+    with contextlib.ExitStack() as stack:  # the default web port taken (by a worker the README left running ...)
+        sock = stack.enter_context(socket.socket())
+        with contextlib.suppress(OSError):  # ... or by anything else: then it is taken already
+            sock.bind(("127.0.0.1", 6066))
+            sock.listen()
+        assert main(["run", "--pipelines", str(pipelines)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "feed[1].engine: unknown engine 'mondrain'" in err
+    assert len(err.splitlines()) == 1 and "feed[1].engine: unknown engine 'mondrain'" in err  # not the port
 
 
 def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
