@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 HERE = Path(__file__).resolve().parent
 
 
-def config(url: str | None = None):  # -> alembic.config.Config
+def config(url: str | None = None) -> Config:
     from alembic.config import Config
 
     cfg = Config(str(HERE / "alembic.ini"), stdout=sys.stdout)  # the current stdout, not the one at import

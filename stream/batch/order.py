@@ -159,8 +159,8 @@ def text_ranks(rows: pd.DataFrame) -> Any:
         text = column.dtype == object and len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"
         if column.dtype == object and len(uniques) and not text:
             keys = json_keys(rows).tolist()
-            ranks = {key: i for i, key in enumerate(sorted(set(keys)))}
-            return np.asarray([ranks[key] for key in keys], dtype=np.int64)
+            rank_of = {key: i for i, key in enumerate(sorted(set(keys)))}
+            return np.asarray([rank_of[key] for key in keys], dtype=np.int64)
         sep = "]" if j == len(rows.columns) - 1 else ", "
         item = _item_ranks(column, codes, uniques, sep, bool(text))
         # refine: rows ordered by the columns so far, ties broken by this one (one int64 per row held)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TextIO
 
 
 class ProgressPrinter:
     """Callable matching ``core.engines.base.Progress``; prints at most every ``interval`` seconds."""
 
-    def __init__(self, label: str, interval: float = 0.5, stream=None) -> None:
+    def __init__(self, label: str, interval: float = 0.5, stream: TextIO | None = None) -> None:
         self.label, self.interval = label, interval
         self.stream = stream or sys.stderr
         self.last = 0.0

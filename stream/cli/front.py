@@ -96,7 +96,7 @@ def save_front_png(path: str | Path, objectives: list[str], values: np.ndarray, 
 
     fig = plt.figure(figsize=(6.4, 4.8))
     three = r >= 3
-    ax = fig.add_subplot(projection="3d") if three else fig.add_subplot()
+    ax: Any = fig.add_subplot(projection="3d") if three else fig.add_subplot()  # 2-D or 3-D axes
     if reference is not None and len(reference):
         ax.scatter(*pts(reference), s=40, facecolors="none", edgecolors="grey", label="exhaustive front")
     ax.scatter(*pts(values), s=14, c="tab:blue", label="PBG-EA archive")
@@ -130,11 +130,11 @@ def cmd_front(args: argparse.Namespace) -> int:
     schema = Schema.from_spec(spec)
     check_paths((args.input,), {"--png": args.png, "--json": args.json}, spec.input.encoding)
     frame = read_for_spec(args.input, spec)
-    engine = get_engine("pbg-ea")
+    engine: Any = get_engine("pbg-ea")  # PBG-EA's own search() and params, beyond the Engine protocol
     values: dict[str, object] = {"objectives": args.objectives, "eps": args.eps, "max_suppression": args.eta,
                                  "population": args.population, "iterations": args.iterations,
                                  "class_attribute": args.class_attribute}
-    params = make_params(engine, values)
+    params: Any = make_params(engine, values)
     batch = encode(frame, schema)
     started = time.perf_counter()
     front, diag = engine.search(batch, params, np.random.default_rng(args.seed), ProgressPrinter("pbg-ea"))

@@ -59,11 +59,11 @@ def event_time(spec: DatasetSpec, column: str, text: str) -> datetime | tuple[st
         if when.tzinfo is None:
             return "invalid-time", f"field '{column}' has no UTC offset (use ...Z)"
         return when  # aware; converted to UTC by the caller's plausibility check
-    when = contract.parse_date(text, fmt)
-    if not isinstance(when, datetime):
+    parsed = contract.parse_date(text, fmt)
+    if not isinstance(parsed, datetime):
         return "invalid-time", f"field '{column}' is not a time in the declared format " \
                                f"({contract.describe_date_format(fmt)})"
-    return when
+    return parsed
 
 
 def apply_missing(spec: DatasetSpec, obj: dict[str, object], used: list[str]) -> tuple[str, str] | None:

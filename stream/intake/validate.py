@@ -26,7 +26,7 @@ block) is the same whichever way an export spells them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -236,7 +236,7 @@ class Screened:
     rejected_at: list[int] = field(default_factory=list)  # each rejection's place in the batch
 
 
-def screen_batch(validator: ReportValidator, values: list[bytes | str | None], key: bytes,
+def screen_batch(validator: ReportValidator, values: Sequence[bytes | str | None], key: bytes,
                  window_key_for: Callable[[str], str], person_guard: bool, now: datetime,
                  content_columns: tuple[str, ...] = ()) -> Screened:
     """Validate a batch and drop identifiers; never raises (``internal-error`` is the last resort)."""

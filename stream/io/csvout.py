@@ -82,7 +82,7 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
             chunk = seq[start:start + _CHUNK]
             text = body.take(pa.array(chunk)) if body is not None else _lines(columns, chunk, end)
             offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
-            fh.buffer.write(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])])
+            fh.buffer.write(bytes(memoryview(text.buffers()[2])[int(offsets[0]):int(offsets[-1])]))
 
 
 def _lines(columns: list[Any], positions: np.ndarray, end: str) -> Any:

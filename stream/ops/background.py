@@ -50,8 +50,8 @@ def running_pid(settings: Settings) -> int | None:
         if pid_alive(pid):
             return pid
     state = read_state(settings)
-    pid = state.get("pid") if state else None
-    return pid if isinstance(pid, int) and pid_alive(pid) else None
+    recorded = state.get("pid") if state else None
+    return recorded if isinstance(recorded, int) and pid_alive(recorded) else None
 
 
 def start_detached(settings: Settings, timeout: float, progress: bool = True) -> Started:

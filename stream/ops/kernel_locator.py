@@ -38,14 +38,15 @@ def folder_digest(folder: str) -> str:
     return digest_sources(folder, recursive=False)
 
 
-class SourceKeyedLocator(UserProvidedCacheLocator):  # type: ignore[misc]  # numba is untyped
+class SourceKeyedLocator(UserProvidedCacheLocator):
     """numba cache locator: ``<NUMBA_CACHE_DIR>/<package>-<folder digest>`` for kernels of :data:`PACKAGES`."""
 
     def __init__(self, py_func: Any, py_file: str) -> None:
         super().__init__(py_func, py_file)
         self._digest = folder_digest(os.path.dirname(os.path.abspath(py_file)))
         package = py_func.__module__.rpartition(".")[0]
-        self._cache_path = os.path.join(os.path.abspath(config.CACHE_DIR), f"{package}-{self._digest}")
+        self._cache_path = os.path.join(os.path.abspath(config.CACHE_DIR),  # type: ignore[attr-defined]  # set at run time
+                                        f"{package}-{self._digest}")
 
     def get_source_stamp(self) -> str:
         return self._digest
@@ -54,5 +55,5 @@ class SourceKeyedLocator(UserProvidedCacheLocator):  # type: ignore[misc]  # num
     def from_function(cls, py_func: Any, py_file: str) -> SourceKeyedLocator | None:
         if not str(getattr(py_func, "__module__", "")).startswith(PACKAGES):
             return None
-        return super().from_function(py_func, py_file)  # type: ignore[no-any-return]
+        return super().from_function(py_func, py_file)
 

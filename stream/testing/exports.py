@@ -11,6 +11,7 @@ layout from the NYPD arrests; ``spec draft`` must write a spec each of them fits
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -83,7 +84,7 @@ def outcome_only(frame: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
 
 
 VARIANTS: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
-    **{f"times-{name}": (lambda f, lay=layout: with_times(f, lay)) for name, layout in TIME_LAYOUTS.items()},
+    **{f"times-{name}": functools.partial(with_times, layout=layout) for name, layout in TIME_LAYOUTS.items()},
     "times-mixed": mixed_times,
     "times-two-systems": two_systems,
     "offence-blind": blind_headers,

@@ -49,9 +49,9 @@ def _settings(tmp: Path, engine: str, k: int, guard: str = "content", params: di
     # an engine that cannot enforce l runs at l = 1, as docs/privacy.md's table was measured (the stream's
     # default l = 2 would hold every one of its windows); the others keep the default
     diversity = {} if "l" in get_engine(engine).models else {"l": 1}
-    return Settings(database_url=f"sqlite:///{tmp / 'ledger.db'}", data_dir=tmp, engine=engine, k=k,
-                    fingerprint_key=KEY, idle_timeout_s=1.0, link_guard=guard, engine_params=params or {},
-                    **diversity)
+    return Settings.model_validate({"database_url": f"sqlite:///{tmp / 'ledger.db'}", "data_dir": tmp,
+                                    "engine": engine, "k": k, "fingerprint_key": KEY, "idle_timeout_s": 1.0,
+                                    "link_guard": guard, "engine_params": params or {}, **diversity})
 
 
 def _ledger_releases(url: str, settings: Settings, shared: pd.DataFrame) -> tuple[list[pd.DataFrame], list[list[int]]]:

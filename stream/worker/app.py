@@ -63,7 +63,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
         # than faust's per-message send, which dominated publishing a 10,000-record release).
         if not values:
             return
-        producer = app.producer._ensure_producer()  # the aiokafka producer behind faust's
+        producer = app.producer._ensure_producer()  # type: ignore[attr-defined]  # the aiokafka producer behind faust's
         first = await (await producer.send(topic, values[0], key=key))
         pending, batch = [], producer.create_batch()
         for value in values[1:]:
@@ -114,7 +114,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
     for feed_service in fleet.services.values():
         ingest_agent(feed_service)
 
-    @app.task
+    @app.task  # type: ignore[untyped-decorator]  # faust's decorators carry no types
     async def windows() -> None:
         # our own loop rather than app.timer: a tick that releases a large window takes longer than
         # the interval, which is expected here and not worth faust's "timer is overlapping" warning
@@ -125,7 +125,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
             except Exception:  # a failing tick must not stop the worker; windows stay in the DB
                 log.exception("window tick failed; retrying at the next tick")
 
-    @app.on_partitions_assigned.connect
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust's signal type wants a keyword it passes
     async def on_assigned(app: Any, assigned: Any, **_kw: Any) -> None:
         await fleet.record_partitions(assigned)
 

@@ -97,8 +97,8 @@ def eligible(repo: ReleaseRepository, guard: str, cands: list[Candidate]
         elif c.person_fp is not None and c.person_fp in persons:
             rule = "person"
         if rule is None:
-            content = guard in ("content", "person") and c.content_fp is not None
-            ok.append(dataclasses.replace(c, content_seen=counts.get(c.content_fp, 0)) if content else c)
+            content = c.content_fp if guard in ("content", "person") else None
+            ok.append(dataclasses.replace(c, content_seen=counts.get(content, 0)) if content is not None else c)
         else:
             blocked.append(c.pool_id)
             by[(c.station_id, rule)] = by.get((c.station_id, rule), 0) + 1

@@ -249,7 +249,7 @@ class Orchestrator:
     def _store(self, window: Window, rid: str, seed: int, cands: list[Candidate], eligible: list[Candidate],
                sample: list[Candidate], blocked: list[int], frame: pd.DataFrame, release: Any, report: Any,
                now: datetime, timings: dict[str, float], blocked_by: dict[tuple[str, str], int],
-               risk: dict[str, Any] | None = None, dp: DpOutcome | None = None) -> str:
+               risk: dict[str, Any] | None = None, dp: DpOutcome | None = None) -> str | None:
         by_id = {c.pool_id: c for c in sample}
         rows_df = release.rows
         days = event_days([by_id[int(i)].event_time for i in rows_df.index])  # each released report's own day
