@@ -9,7 +9,7 @@ from typing import Any
 
 from core.errors import InputDataError
 from stream.cli._ledger_options import console_service, guarded, ledger_options, print_json
-from stream.console.verdict import EXIT_MEANINGS, verdict
+from stream.console.verdict import EXIT_MEANINGS, Verdict
 
 
 def _age(s: float | None) -> str:
@@ -41,14 +41,27 @@ def _in_flight(h: dict[str, Any]) -> list[str]:
     return out
 
 
+def _snapshot(h: dict[str, Any]) -> dict[str, Any]:
+    """The counts that change while the worker works (never ages or times, which change every second)."""
+    return {"pending": h["pool"]["pending_total"],
+            "stations": sorted((r["station"], r["pending"], r["released"], r["suppressed"], r.get("blocked", 0))
+                               for r in h["pool"]["stations"]),
+            "windows": h["windows"].get("by_state"), "dlq": h["dlq"]["total"],
+            "releases": ((h["worker"].get("activity") or {}).get("releases_by_state"))}
+
+
 def wait_settled(svc: Any, timeout: float) -> tuple[dict[str, Any], list[str]]:
-    """Poll the health until nothing is in flight and two readings agree, or ``timeout`` seconds pass."""
+    """Poll the health until the verdict is settled: at once when waiting cannot change it (a held window,
+    no worker, the broker gone: :attr:`Verdict.settled`), else when nothing is in flight and two readings
+    agree, or ``timeout`` seconds pass (then what is still in flight)."""
     deadline, shown = time.monotonic() + timeout, time.monotonic()
     last: dict[str, Any] | None = None
     while True:
         h = guarded(svc.health)
+        if Verdict.from_dict(h["verdict"]).settled:
+            return h, []
         busy = _in_flight(h)
-        snapshot = {"pool": h["pool"], "windows": h["windows"].get("by_state"), "dlq": h["dlq"]["total"]}
+        snapshot = _snapshot(h)
         if not busy and snapshot == last:
             return h, []
         if time.monotonic() > deadline:
@@ -67,7 +80,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         h, busy = wait_settled(svc, args.wait)
     else:
         h = guarded(svc.health)
-    v = h.get("verdict") or verdict(h).as_dict()
+    v = h["verdict"]  # the deployment's verdict (stream/console/verdict.py), as /health shows it
     code = 1 if busy else int(v["code"])  # exit codes: stream/console/verdict.py, docs/operations.md
     if busy:
         print(f"status: still busy after {args.wait:.0f}s: {'; '.join(busy)}", file=sys.stderr)
@@ -161,12 +174,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="pool, DLQ, lag, windows and worker health in one screen")
     st.add_argument("--json", action="store_true", help="print JSON")
     st.add_argument("--feed", help="only this feed (several feeds in one deployment): its pool, windows, releases")
-    st.add_argument("--broker-timeout", type=float, default=8.0, help="seconds to wait for the broker (default 8)")
+    st.add_argument("--broker-timeout", type=float, default=4.0, help="seconds to wait for the broker (default 4; a "
+                    "broker that does not accept a connection within 2 s is reported at once)")
     st.add_argument("--wait", type=float, nargs="?", const=300.0, metavar="S",
                     help="first wait (up to S seconds, default 300) until the worker has read every pushed report "
-                         "and released every window it closed; exit 1 if it is still busy then")
+                         "and released every window it closed; returns at once with the verdict's code when waiting "
+                         "cannot change it (a window held: 4, no worker: 5, the broker gone: 3); exit 1 if it is "
+                         "still busy when S runs out")
     st.epilog = ("The first line is the verdict: HEALTHY, or ACTION NEEDED and what to do. Exit codes: 0 healthy, "
-                 "1 still busy after --wait, 2 usage, 3 a service unreachable, "
+                 "1 still busy after --wait, 2 usage, "
                  + ", ".join(f"{c} {m}" for c, m in sorted(EXIT_MEANINGS.items())) + " (docs/operations.md).")
     st.set_defaults(func=cmd_status)
 

@@ -264,6 +264,7 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             "duplicates": [c for c in counters if c["kind"] != "dlq"],
             "windows": {"by_state": wcounts, "held": [w for w in held if w["state"] == "held"],
                         "carried": [w for w in held if w["state"] == "carried"]},
+            "broker": self.broker_state(),  # first: a broker that does not answer is then not asked again
             "lag": self.lag(),
             "worker": self.worker_status(act),
             "controls": paused,

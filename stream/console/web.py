@@ -159,11 +159,13 @@ async def plot(request: web.Request) -> web.Response:
 
 
 async def api_health(request: web.Request) -> web.Response:
-    return web.json_response(await _call(request, _svc(request).health))
+    h = await _call(request, _svc(request).health)
+    return web.json_response(h, status=200 if h["verdict"]["ok"] else 503)  # 503: the verdict is not healthy
 
 
 async def page_health(request: web.Request) -> web.Response:
-    return web.Response(text=health_page(await _call(request, _svc(request).health)), content_type="text/html")
+    h = await _call(request, _svc(request).health)
+    return web.Response(text=health_page(h), content_type="text/html", status=200 if h["verdict"]["ok"] else 503)
 
 
 async def api_windows(request: web.Request) -> web.Response:

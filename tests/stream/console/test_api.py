@@ -152,7 +152,7 @@ def test_html_pages(console: Console, seeded: Seeded) -> None:
     status, _h, body = console.call("GET", f"/releases/{rid}")
     assert status == 200 and body.count('<img class=plot') == 6 and "plots/front.svg" in body
     status, _h, body = console.call("GET", "/health")
-    assert status == 200 and seeded.held_window.split("|")[0] in body and "release after review" in body
+    assert status == 503 and seeded.held_window.split("|")[0] in body and "release after review" in body  # held
     assert "<h2>Linking guard</h2>" in body and "co-offenders" in body
     assert console.call("GET", "/audit")[0] == 200
     for page in ("/releases", f"/releases/{rid}", "/health", "/audit"):

@@ -51,16 +51,19 @@ def test_releases_show(seeded: Seeded, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_status(seeded: Seeded, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["status", *_db(seeded)]) == 4  # a held window: action needed (stream/console/verdict.py)
+    # reports wait and no worker ever wrote a heartbeat (5), and a window is held (4): both, the worker first
+    assert main(["status", *_db(seeded)]) == 5
     out = capsys.readouterr().out
-    assert out.startswith(f"ACTION NEEDED: window {seeded.held_window} held")
+    assert out.startswith("ACTION NEEDED: no worker running (no worker has ever written a heartbeat")
+    assert f"  also: window {seeded.held_window} held" in out
     for line in ("worker", "pool", "dlq", "lag", "windows"):
         assert f"\n{line} " in "\n" + out
     assert f"HELD {seeded.held_window}" in out and "T1" in out
     assert "malformed-json 1" in out
-    assert main(["status", "--json", *_db(seeded)]) == 4
+    assert main(["status", "--json", *_db(seeded)]) == 5
     health = json.loads(capsys.readouterr().out)
-    assert health["dlq"]["by_reason"] == seeded.rejected and health["verdict"]["findings"][0]["check"] == "held"
+    assert health["dlq"]["by_reason"] == seeded.rejected
+    assert [f["check"] for f in health["verdict"]["findings"]][:2] == ["worker", "held"]
 
 
 def test_unmigrated_database_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,14 +6,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from stream.console.release_warnings import classify, needs_action
-from stream.console.verdict import EXIT_DLQ, EXIT_HELD, EXIT_LAG, EXIT_WORKER, verdict
+from stream.console.verdict import EXIT_BROKER, EXIT_DLQ, EXIT_HELD, EXIT_LAG, EXIT_WORKER, Verdict, verdict
 
 NOW = datetime(2026, 1, 1, 3, 0, tzinfo=UTC)
 
 
 def _health(**over: Any) -> dict[str, Any]:
     h: dict[str, Any] = {
-        "worker": {"status": "running", "heartbeats": [{"worker": "w1", "heartbeat_age_s": 3.0, "alive": True}]},
+        "worker": {"status": "running", "heartbeats": [{"worker": "w1", "heartbeat_age_s": 3.0, "alive": True,
+                                                       "state": "alive"}]},
         "pool": {"pending_total": 0}, "windows": {"held": [], "carried": []},
         "lag": {"total": 0, "topic": "crime.reports", "error": None}, "dlq": {"recent": []}}
     h.update(over)
@@ -22,21 +23,43 @@ def _health(**over: Any) -> dict[str, Any]:
 
 def test_healthy() -> None:
     v = verdict(_health(), NOW)
-    assert v.healthy and v.code == 0 and v.line.startswith("HEALTHY: worker running")
+    assert v.ok and v.code == 0 and v.reasons == [] and v.line.startswith("HEALTHY: worker running")
+    assert Verdict.from_dict(v.as_dict()) == v
 
 
 def test_a_dead_worker_says_since_when_and_comes_first() -> None:
-    held = {"held": [{"id": "station:S1|2026-01-01|0", "reason": "verification failed: prosecutor risk 0.5 > "
-                      "max_risk 0.2", "count": 40, "closed_at": (NOW - timedelta(hours=2)).isoformat()}],
-            "carried": []}
-    v = verdict(_health(worker={"status": "stopped (no recent heartbeat)",
-                                "heartbeats": [{"worker": "w1", "heartbeat_age_s": 5400.0, "alive": False}]},
+    held = {"held": [{"id": "station:S1|2026-01-01|0", "reason": "verification failed: highest prosecutor risk is "
+                      "0.5000 (a class of 2 rows), requirement max_risk=0.2", "count": 40,
+                      "closed_at": (NOW - timedelta(hours=2)).isoformat()}], "carried": []}
+    v = verdict(_health(worker={"status": "dead", "heartbeats": [{"worker": "w1", "heartbeat_age_s": 5400.0,
+                                                                  "alive": False, "state": "stale"}]},
                         pool={"pending_total": 12}, windows=held), NOW)
-    assert v.code == EXIT_WORKER and [f.check for f in v.findings] == ["worker", "held"]
-    assert "no worker running since 2026-01-01 01:30 UTC (90 min ago: last heartbeat of w1); 12 report(s) wait" \
+    assert v.code == EXIT_WORKER and [f.check for f in v.findings] == ["worker", "held"] and v.settled
+    assert "no worker running since 2026-01-01 01:30 UTC (90 min ago: last heartbeat, w1); 12 report(s) wait" \
         in v.line
-    assert "release refused by the risk bound" in v.findings[1].what and "raise k" in v.findings[1].action
+    assert "release refused by the risk bound (max_risk)" in v.findings[1].what
+    assert "`ANONSTREAM_PRIVACY__K` to at least 5" in v.findings[1].action and "restart the worker" in \
+        v.findings[1].action
     assert "release after review" in v.findings[1].action and v.findings[1].code == EXIT_HELD
+    assert [r[0] for r in v.reasons] == [f.what for f in v.findings]
+
+
+def test_a_stopped_or_killed_worker_is_seen_by_its_own_row() -> None:
+    stopped = {"status": "stopped", "heartbeats": [{"worker": "w1", "heartbeat_age_s": 2.0, "alive": False,
+                                                    "state": "stopped"}]}
+    v = verdict(_health(worker=stopped), NOW)
+    assert v.code == EXIT_WORKER and "2 s ago: stopped cleanly, w1" in v.line and "for why" not in v.line
+    gone = {"status": "dead", "heartbeats": [{"worker": "w1", "heartbeat_age_s": 1.0, "alive": False,
+                                              "state": "gone"}], "group": {"members": 1}}
+    v = verdict(_health(worker=gone), NOW)
+    assert v.code == EXIT_WORKER and "its process is gone" in v.line  # a group member does not make it alive
+
+
+def test_a_broker_that_does_not_answer_is_code_3() -> None:
+    broker = {"url": "kafka://127.0.0.1:9", "error": "127.0.0.1:9: Connection refused"}
+    v = verdict(_health(broker=broker, lag={"error": "broker kafka://127.0.0.1:9 does not answer"}), NOW)
+    assert v.code == EXIT_BROKER and v.settled and "broker kafka://127.0.0.1:9 does not answer" in v.line
+    assert "no broker configured" not in v.line
 
 
 def test_lag_and_dead_letters() -> None:
@@ -49,10 +72,12 @@ def test_lag_and_dead_letters() -> None:
     assert verdict(_health(dlq={"recent": old}), NOW).healthy
 
 
-def test_a_ledger_only_view_is_not_a_dead_worker() -> None:
-    v = verdict(_health(worker={"status": "unknown", "heartbeats": []},
-                        lag={"error": "no broker configured"}), NOW)
-    assert v.healthy and "worker not checked" in v.line and "worker running" not in v.line
+def test_a_new_ledger_is_not_a_dead_worker_unless_reports_wait() -> None:
+    none = {"status": "none", "heartbeats": []}
+    v = verdict(_health(worker=none, lag={"error": "no broker configured"}), NOW)
+    assert v.ok and "no worker has run on this ledger yet" in v.line and "worker running" not in v.line
+    v = verdict(_health(worker=none, pool={"pending_total": 3}), NOW)
+    assert v.code == EXIT_WORKER and "3 report(s) wait" in v.line
 
 
 def _manifest(engine: str, warnings: list[str], **params: Any) -> dict[str, Any]:
