@@ -1,6 +1,9 @@
 """The worker's heartbeat row (``worker_status``): alive, assigned partitions and counters, every 5 s.
 
-A write that fails (database down) never crashes the worker: partitions assigned during an outage
+The row's stats also carry the worker's ``host``, ``pid`` and ``state`` (``running``, or ``stopped``
+once it exits cleanly: :meth:`Heartbeat.stopped`), so the verdict (stream/console/verdict.py) sees a
+stopped worker at once and, on the same host, a killed one (its pid gone) without waiting for the
+heartbeat to go stale. A write that fails (database down) never crashes the worker: partitions assigned during an outage
 (a rebalance) are kept and written by the next beat that succeeds; failures are logged once per kind
 and interval (:class:`stream.worker.throttle.FailureLog`).
 """
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -25,11 +30,31 @@ class Heartbeat:
         self.db, self.worker, self.stats, self.failures = db, worker, stats, failures
         self._last = 0.0
         self._unsaved: list[int] | None = None  # assigned during a database outage: written by a later beat
+        self._stopped = self._written = False
+
+    def _stats(self, state: str) -> dict[str, Any]:
+        return {**self.stats, "host": socket.gethostname(), "pid": os.getpid(), "state": state}
 
     async def _write(self, partitions: list[int] | None) -> None:
         from db.status import heartbeat
 
-        await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, dict(self.stats))
+        if self._stopped:
+            return
+        await asyncio.to_thread(heartbeat, self.db, self.worker, datetime.now(UTC), partitions, self._stats("running"))
+        self._written = True
+
+    def stopped(self) -> None:
+        """Mark the row stopped (a clean exit; blocking, never raises: a ledger gone meanwhile leaves the
+        row to go stale, which the verdict reads as a dead worker)."""
+        from db.status import heartbeat
+
+        self._stopped = True
+        if not self._written:  # never announced itself: nothing to mark
+            return
+        try:
+            heartbeat(self.db, self.worker, datetime.now(UTC), None, self._stats("stopped"))
+        except Exception as exc:
+            log.info("could not mark worker %s stopped in the ledger (%s)", self.worker, type(exc).__name__)
 
     async def assigned(self, partitions: list[int]) -> None:
         """Record a partition assignment now (a rebalance); never raises."""

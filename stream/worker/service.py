@@ -216,9 +216,11 @@ class WorkerService:
         self._wake.clear()
 
     def close(self) -> None:
-        """Stop the release processes (a window they were releasing is retried when its lease runs out)."""
+        """Stop the release processes (a window they were releasing is retried when its lease runs out) and
+        mark the heartbeat row stopped."""
         self.leases.close()
         self.releases.close()
+        self.heartbeat.stopped()
 
     async def drain(self) -> None:
         """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
