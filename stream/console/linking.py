@@ -7,7 +7,6 @@ such as co-offenders, are each released, not blocked), or a person already relea
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from stream.wire.manifest import BLOCK_REASONS, BLOCK_RULES
@@ -21,18 +20,17 @@ def blocked_text(counts: dict[str, Any]) -> str:
     return f"{total} ({'; '.join(parts)})" if parts else str(total)
 
 
-def linking_section(counters: list[dict[str, Any]]) -> str:
-    """The health page's section: reports blocked per rule (from the ``link-guard`` counters), with why."""
+def blocked_by_rule(counters: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """``[(rule, reports blocked)]`` from the ``link-guard`` counters, by rule name."""
     by: dict[str, int] = {}
     for c in counters:
         if c.get("kind") == "link-guard":
             by[c["reason"]] = by.get(c["reason"], 0) + int(c["count"])
-    rows = "".join(f"<tr><td>{escape(rule)}</td><td class=num>{n}</td><td>{escape(BLOCK_REASONS.get(rule, rule))}"
-                   "</td></tr>" for rule, n in sorted(by.items()))
-    note = ("<p class=muted>blocked reports are never released. Reports sharing their content in one export "
-            "(co-offenders) are each released once; only occurrences beyond those already released are "
-            "blocked.</p>")
-    if not rows:
-        return f"<h2>Linking guard</h2><p>nothing blocked</p>{note}"
-    return ("<h2>Linking guard</h2><table class=linking><thead><tr><th>rule</th><th>blocked</th><th>why</th></tr>"
-            f"</thead><tbody>{rows}</tbody></table>{note}")
+    return sorted(by.items())
+
+
+def linking_section(counters: list[dict[str, Any]]) -> str:
+    """The health page's section (templates/linking.html): reports blocked per rule, with why."""
+    from stream.console.templating import render
+
+    return render("linking.html", None, by=blocked_by_rule(counters), reasons=BLOCK_REASONS)

@@ -19,7 +19,7 @@ from aiohttp import web
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.console_queries import ReleaseFilter
-from stream.console import auth, budget, pages
+from stream.console import auth, budget, pages, views
 from stream.console.control_routes import (
     GUARD,
     SERVICE,
@@ -33,6 +33,7 @@ from stream.console.control_routes import (
 )
 from stream.console.controls import ControlError
 from stream.console.health_page import health_page
+from stream.console.page_context import page_context
 from stream.console.service import ConsoleService, parse_when
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,9 @@ API_INDEX = {
     "GET /api/releases/{id}/front": "PBG-EA front (stored, or recomputed from the stored sample and seed)",
     "GET /api/health": "pool, DLQ, windows held/carried, consumer lag, worker status",
     "GET /api/windows?state=held,carried": "windows by state",
+    "GET /api/windows/{id}": "one window: state, reason, release, audit trail",
+    "GET /api/signoff?since=YYYY-MM-DD&until=YYYY-MM-DD&feed=": "sign-off for a period: totals, requirements, "
+                                                               "risk, utility, budget per block, held windows",
     "GET /api/stations": "stations with their pool counts and pause flag",
     "GET /api/audit?limit=": "audit trail",
     "GET /api/budget": "privacy budget per block (cap, spent, remaining) and releases whose counts were refused",
@@ -118,7 +122,7 @@ async def api_releases(request: web.Request) -> web.Response:
 async def page_releases(request: web.Request) -> web.Response:
     data = await _call(request, _svc(request).releases, _release_filter(request))
     data["query"] = {k: request.query.get(k, "") for k in ("station", "since", "until", "feed")}
-    return web.Response(text=pages.releases_page(data), content_type="text/html")
+    return web.Response(text=pages.releases_page(data, await page_context(request)), content_type="text/html")
 
 
 async def _release(request: web.Request) -> dict[str, Any]:
@@ -134,7 +138,7 @@ async def api_release(request: web.Request) -> web.Response:
 
 async def page_release(request: web.Request) -> web.Response:
     d = await _release(request)
-    return web.Response(text=pages.release_page(d, budget.counts_section(d.get("manifest"))), content_type="text/html")
+    return web.Response(text=pages.release_page(d, await page_context(request)), content_type="text/html")
 
 
 async def page_report(request: web.Request) -> web.Response:
@@ -165,7 +169,8 @@ async def api_health(request: web.Request) -> web.Response:
 
 async def page_health(request: web.Request) -> web.Response:
     h = await _call(request, _svc(request).health)
-    return web.Response(text=health_page(h), content_type="text/html", status=200 if h["verdict"]["ok"] else 503)
+    ctx = await page_context(request, h["verdict"])
+    return web.Response(text=health_page(h, ctx), content_type="text/html", status=200 if h["verdict"]["ok"] else 503)
 
 
 async def api_windows(request: web.Request) -> web.Response:
@@ -191,15 +196,11 @@ async def api_audit(request: web.Request) -> web.Response:
 
 async def page_audit(request: web.Request) -> web.Response:
     rows = await _call(request, _svc(request).audit, _limit(request))
-    return web.Response(text=pages.audit_page(rows), content_type="text/html")
+    return web.Response(text=pages.audit_page(rows, await page_context(request)), content_type="text/html")
 
 
 async def api_index(_request: web.Request) -> web.Response:
     return web.json_response({"endpoints": API_INDEX})
-
-
-async def root(_request: web.Request) -> web.Response:
-    raise web.HTTPFound("/releases")
 
 
 def create_app(service: ConsoleService, reads_need_token: bool = False) -> web.Application:
@@ -209,7 +210,7 @@ def create_app(service: ConsoleService, reads_need_token: bool = False) -> web.A
     app[GUARD] = guard
     app.add_routes([
         web.get("/login", login_form), web.post("/login", login),
-        web.get("/", root), web.get("/releases", page_releases), web.get("/releases/{release_id}", page_release),
+        web.get("/releases", page_releases), web.get("/releases/{release_id}", page_release),
         web.get("/releases/{release_id}/report", page_report),
         web.get("/releases/{release_id}/plots/{name}.svg", plot), web.get("/health", page_health),
         web.get("/audit", page_audit), web.get("/api", api_index), web.get("/api/releases", api_releases),
@@ -219,6 +220,6 @@ def create_app(service: ConsoleService, reads_need_token: bool = False) -> web.A
         web.post("/api/stations/{station}/{action}", station_control),
         web.post("/api/registry/{action}", registry_control),
         web.post("/api/releases/{release_id}/verify", verify_release),
-        web.post("/api/windows/{window_id}/release", release_window), *budget.routes(),
+        web.post("/api/windows/{window_id}/release", release_window), *budget.routes(), *views.routes(),
     ])
     return app
