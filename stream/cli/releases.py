@@ -191,14 +191,19 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``releases report ID --out FILE.html``: the release's sign-off page (stream/console/report.py)."""
-
+    """``releases report ID --out FILE.html``: a release's sign-off page; ``releases report --since D --until D
+    --out FILE``: one sign-off document for every window of those event-time days (stream/console/report.py)."""
     from stream.cli._paths import check_output
-    from stream.console.report import render
     from stream.io.atomic import write_text_atomic
 
     check_output("--out", args.out)
     svc = console_service(args)
+    if args.since or args.until:
+        return _report_period(args, svc)
+    if not args.id:
+        raise InputDataError("give a release id (or `latest`), or a period with --since and --until", reason="console")
+    from stream.console.report import render
+
     args.id = _release_id(svc, args.id)
     d = guarded(lambda: svc.release(args.id))
     if d is None:
@@ -207,6 +212,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     act = sum(1 for w in d.get("warnings") or [] if w["kind"] == "act")
     print(f"release {args.id}: sign-off report written to {args.out}"
           + (f" ({act} warning(s) to act on)" if act else ""))
+    return 0
+
+
+def _report_period(args: argparse.Namespace, svc: Any) -> int:
+    """The period's sign-off document, as HTML, Markdown or JSON (by ``--format``, else the file's suffix)."""
+    from stream.console.period import parse_day, period_data
+    from stream.console.report import period_document, period_summary
+    from stream.io.atomic import write_text_atomic
+
+    if args.id or not (args.since and args.until):
+        raise InputDataError("a period report takes --since and --until (both days YYYY-MM-DD) and no release id",
+                             reason="console")
+    try:
+        since, until = parse_day(args.since, "--since"), parse_day(args.until, "--until")
+        p = guarded(lambda: period_data(svc, since, until, args.feed))
+    except ValueError as exc:
+        raise InputDataError(str(exc), reason="console") from None
+    write_text_atomic(args.out, period_document(p, args.format, args.out), option="--out")
+    print(f"{period_summary(p)}: sign-off report written to {args.out}")
     return 0
 
 
@@ -265,9 +289,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
     exp.set_defaults(func=cmd_export)
     rpt = rs.add_parser("report", parents=[common],
-                        help="write a release's sign-off report: one self-contained HTML page to sign")
-    rpt.add_argument("id", help="a release id, or `latest`")
-    rpt.add_argument("--out", required=True, help="the HTML file to write")
+                        help="write a sign-off report to sign: of one release, or of every release of a period "
+                             "(--since, --until)")
+    rpt.add_argument("id", nargs="?", help="a release id, or `latest` (omit it for a period)")
+    rpt.add_argument("--since", help="first event-time day of the period (YYYY-MM-DD)")
+    rpt.add_argument("--until", help="last event-time day of the period (YYYY-MM-DD), included")
+    rpt.add_argument("--feed", help="only this feed's windows (several feeds)")
+    rpt.add_argument("--format", choices=("html", "md", "json"), help="period format (default: by --out's suffix)")
+    rpt.add_argument("--out", required=True, help="the file to write")
     rpt.set_defaults(func=cmd_report)
     chk = rs.add_parser("check", help="check consumed release files against the signed manifests beside them "
                         "(exit 1 if any value, row or row order changed)")
