@@ -146,8 +146,10 @@ def test_register_and_remove_stations_from_the_console(console: Console, token: 
     assert status == 200 and json.loads(body) == {"added": ["REG1", "REG2"], "already_registered": []}
     registry = {r["station"]: r for r in console.get_json("/api/health")["registry"]}
     assert registry["REG1"]["source"] == "operator" and registry["REG1"]["note"] == "north"
-    page = console.call("GET", "/health")[2]
+    page = console.call("GET", "/health", token=token)[2]  # the operator sees the forms
     assert 'action="/api/registry/add"' in page and 'value="REG2"' in page
+    page = console.call("GET", "/health")[2]  # a reader without the token sees the registry, no form
+    assert "REG2" in page and 'action="/api/registry' not in page and "name=token" not in page
     status, _h, body = console.call("POST", "/api/registry/add", token=token, body={"stations": "REG2"})
     assert status == 200 and json.loads(body)["already_registered"] == ["REG2"]
     status, _h, body = console.call("POST", "/api/registry/add", token=token, form={"stations": "../x"})
