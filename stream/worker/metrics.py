@@ -21,17 +21,27 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 
+from stream.worker.ledger_metrics import REFUSALS, budget_family, ledger_families
 from stream.worker.throttle import FailureLog
 
 log = logging.getLogger(__name__)
+__all__ = ["REFUSALS", "STAGES", "WorkerMetrics", "budget_family", "install", "ledger_families", "readiness"]
 STAGES = ("claim", "sample", "anonymize", "verify", "store", "publish")
-REFUSALS = ("risk", "budget", "verification", "conflict", "engine")  # why a window was held (the last: any other)
+# The labels each counter starts with at 0, so that a dashboard shows 0 rather than "No data" and rate() sees
+# the first event: the kinds of retried operations (FailureLog kinds, spaces as _), duplicate kinds, and the
+# commonest dead-letter reasons (other reasons appear with their first report).
+FAILURE_KINDS = ("window_tick", "pending_pool_write", "window_release", "lease_renewal", "heartbeat",
+                 "metrics_ledger_read", "receipt", "advert")
+DUPLICATE_KINDS = ("duplicate", "correction")
+DLQ_REASONS = ("malformed-json", "not-an-object", "missing-field", "missing-value", "invalid-value", "invalid-time",
+               "implausible-time", "invalid-report-id", "invalid-station", "unknown-station", "unknown-offence",
+               "value-not-in-hierarchy", "ambiguous-date", "too-large", "internal-error")
+WARNING_KINDS = ("expected", "unexpected")  # risk warnings: expected for the engine and settings, or to act on
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -71,12 +81,24 @@ class WorkerMetrics:
         self.last_at_risk = Gauge("anonstream_last_release_records_at_risk",
                                   "Share of the last release's records above the risk threshold", ["feed"], registry=r)
         self.last_warnings = Gauge("anonstream_last_release_risk_warnings",
-                                   "Risk warnings (homogeneous classes, records above the threshold) of the last "
-                                   "release published here", ["feed"], registry=r)
+                                   "Risk warnings of the last release published here, by kind: expected for the "
+                                   "engine and settings, or unexpected (to act on)", ["feed", "kind"], registry=r)
         if db is not None or child_pids is not None:
             r.register(_StateCollector(db, child_pids, self.failure))
         for stage in STAGES:
             self.stage.labels(stage)
+        for kind in FAILURE_KINDS:
+            self.failures.labels(kind)
+        for kind in DUPLICATE_KINDS:
+            self.duplicates.labels(kind)
+        for reason in DLQ_REASONS:
+            self.rejected.labels(reason)
+            self.dlq_sent.labels(reason)
+
+    def feeds(self, names: Iterable[str]) -> None:
+        """The feeds this worker serves: their per-feed counters start at 0."""
+        for feed in names:
+            self.releases_published.labels(feed)
 
     # --- hooks called by the worker --------------------------------------------------------------
     def failure(self, kind: str) -> None:
@@ -121,16 +143,22 @@ class WorkerMetrics:
         counts = m.get("counts") or {}
         if isinstance(counts.get("released"), int):
             self.last_size.labels(feed).set(counts["released"])
-        self._risk((m.get("privacy") or {}).get("risk") or {}, feed)
+        self._risk(m, feed)
 
-    def _risk(self, risk: dict[str, Any], feed: str) -> None:
-        """The release's prosecutor risk figures (manifest ``privacy.risk``, docs/risk.md)."""
+    def _risk(self, manifest: dict[str, Any], feed: str) -> None:
+        """The release's prosecutor risk figures (manifest ``privacy.risk``, docs/risk.md) and its warnings by kind
+        (:mod:`stream.worker.risk_warnings`)."""
+        from stream.worker.risk_warnings import EXPECTED, classify
+
+        risk = (manifest.get("privacy") or {}).get("risk") or {}
         prosecutor = risk.get("prosecutor") or {}
         for gauge, key in ((self.last_max_risk, "highest"), (self.last_avg_risk, "average"),
                            (self.last_at_risk, "records_at_risk")):
             if isinstance(prosecutor.get(key), int | float):
                 gauge.labels(feed).set(prosecutor[key])
-        self.last_warnings.labels(feed).set(len(risk.get("warnings") or []))
+        kinds = [w["kind"] for w in classify(manifest)]
+        self.last_warnings.labels(feed, "expected").set(kinds.count(EXPECTED))
+        self.last_warnings.labels(feed, "unexpected").set(len(kinds) - kinds.count(EXPECTED))
 
     def scrape(self) -> bytes:
         return generate_latest(self.registry)
@@ -211,67 +239,6 @@ def _rss(pid: int) -> int | None:
     return None
 
 
-def ledger_families(db: Any) -> list[Any]:
-    """Gauges of the pool, windows, releases and the ledger's report counters."""
-    from sqlalchemy import func, select
-
-    from db.models import AuditEntry, PendingReport, Release, Window
-    from db.models import Counter as LedgerCounter
-
-    now = datetime.now(UTC)
-    pending = GaugeMetricFamily("anonstream_pool_pending", "Reports pending per window key", labels=["window_key"])
-    oldest = GaugeMetricFamily("anonstream_pool_oldest_pending_seconds", "Age of the oldest pending report",
-                               labels=["window_key"])
-    reports = GaugeMetricFamily("anonstream_ledger_reports", "Accepted reports in the ledger by state",
-                                labels=["state"])
-    counters = GaugeMetricFamily("anonstream_ledger_counted", "Ledger counters (dlq, duplicate, correction) by "
-                                 "reason", labels=["kind", "reason"])
-    windows = GaugeMetricFamily("anonstream_windows", "Windows by state (carried, held, open …)", labels=["state"])
-    releases = GaugeMetricFamily("anonstream_releases", "Releases by state (stored, published)", labels=["state"])
-    refusals = CounterMetricFamily("anonstream_release_refusals", "Windows held, nothing published, since the ledger "
-                                   "began (audit log), by reason: risk, budget, verification, conflict, engine",
-                                   labels=["reason"])
-    with db.read() as s:
-        for key, n, first in s.execute(select(PendingReport.window_key, func.count(), func.min(
-                PendingReport.received_at)).where(PendingReport.state == "pending")
-                .group_by(PendingReport.window_key)).all():
-            pending.add_metric([key], int(n))
-            if first is not None:
-                first = first if first.tzinfo else first.replace(tzinfo=UTC)
-                oldest.add_metric([key], max((now - first).total_seconds(), 0.0))
-        for state, n in s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all():
-            reports.add_metric([state], int(n))
-        for kind, reason, n in s.execute(select(LedgerCounter.kind, LedgerCounter.reason, func.sum(
-                LedgerCounter.count)).group_by(LedgerCounter.kind, LedgerCounter.reason)).all():
-            counters.add_metric([kind, reason], int(n or 0))
-        for state, n in s.execute(select(Window.state, func.count()).group_by(Window.state)).all():
-            windows.add_metric([state], int(n))
-        for state, n in s.execute(select(Release.state, func.count()).group_by(Release.state)).all():
-            releases.add_metric([state], int(n))
-        held: dict[str, int] = {r: 0 for r in REFUSALS}
-        for (detail,) in s.execute(select(AuditEntry.detail).where(AuditEntry.action == "window-held")).all():
-            why = str((detail or {}).get("reason") or "").lower()
-            held[next((r for r in REFUSALS[:-1] if r[:6] in why), "engine")] += 1
-        for reason, n in held.items():
-            refusals.add_metric([reason], n)
-        budget = budget_family(s, now)
-    return [pending, oldest, reports, counters, windows, releases, refusals, budget]
-
-
-def budget_family(s: Any, now: datetime, days: int = 8) -> Any:
-    """``anonstream_dp_budget_remaining_rho{block}``: each budget block's ρ left, for blocks charged in the last
-    ``days`` days. Releases whose counts a cap refused: ``anonstream_ledger_counted{kind="dp-refused"}``."""
-    from db.budget import all_blocks
-
-    family = GaugeMetricFamily("anonstream_dp_budget_remaining_rho", "Privacy budget (rho, zCDP) left per "
-                               "budget block (station or feed, day)", labels=["block"])
-    for row in all_blocks(s):
-        at = row.updated_at if row.updated_at is None or row.updated_at.tzinfo else row.updated_at.replace(tzinfo=UTC)
-        if at is None or (now - at).days < days:
-            family.add_metric([row.block], max(float(row.cap_rho) - float(row.spent_rho), 0.0))
-    return family
-
-
 # --- readiness ----------------------------------------------------------------------------------------
 def readiness(settings: Any, timeout: float = 3.0) -> dict[str, Any]:
     """``{"ready": bool, "database": "ok"|error, "broker": "ok"|error}`` (blocking; run it in a thread)."""
@@ -304,7 +271,9 @@ def install(app: Any, settings: Any, metrics: WorkerMetrics, inputs: dict[str, s
     async def live_view(self: Any, request: Any) -> Any:
         return self.json({"live": True, "pid": os.getpid()})
 
-    metrics.registry.register(_LagCollector(app, inputs or {settings.topic_reports: settings.feed}))
+    inputs = inputs or {settings.topic_reports: settings.feed}
+    metrics.feeds(inputs.values())
+    metrics.registry.register(_LagCollector(app, inputs))
     app.page("/metrics")(metrics_view)
     app.page("/ready")(ready_view)
     app.page("/live")(live_view)

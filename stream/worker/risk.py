@@ -105,6 +105,20 @@ def release_risk(schema: Schema, sample: pd.DataFrame, release: Release, samplin
     risk = risk_profile(release.rows, schema.qi_names, original=sample, sensitive=schema.sensitive,
                         severity=spec.sensitive.severity if spec.sensitive else None,
                         sampling_fraction=sampling_fraction, threshold=settings.risk_threshold).summary()
-    for warning in risk["warnings"]:
-        log.warning("window %s, release %s: %s", where.get("window"), where.get("release_id"), warning, extra=where)
+    log_warnings(release, risk, where)
     return risk
+
+
+def log_warnings(release: Release, risk: dict[str, Any], where: dict[str, Any]) -> None:
+    """Each risk warning of a release: one that is expected for this engine and these settings at INFO,
+    marked so (it recurs on every release until the settings change: stream/worker/risk_warnings.py);
+    the others at WARNING, with what to do."""
+    from stream.worker.risk_warnings import EXPECTED, MARKER, of_release
+
+    for w in of_release(release.engine, release.params, release.diagnostics, risk):
+        if w["kind"] == EXPECTED:
+            log.info("window %s, release %s: %s (%s)", where.get("window"), where.get("release_id"), w["text"],
+                     MARKER, extra=where)
+        else:
+            log.warning("window %s, release %s: %s: %s", where.get("window"), where.get("release_id"), w["text"],
+                        w["why"], extra=where)

@@ -67,9 +67,10 @@ def test_the_rules_cover_every_alarm_and_are_loaded(scrape: str) -> None:
     exprs = " ".join(r["expr"] for r in rules)
     for metric in ("anonstream_failures_total", 'anonstream_windows{state="held"}', "anonstream_consumer_lag",
                    "anonstream_dlq_sent_total", "anonstream_pool_oldest_pending_seconds",
-                   "anonstream_release_refusals_total", "anonstream_last_release_risk_warnings",
-                   'up{job="anonstream-worker"}'):
+                   'anonstream_last_release_risk_warnings{kind="unexpected"}', "anonstream_dp_refused_releases_total",
+                   "anonstream_dp_budget_remaining_rho", 'up{job="anonstream-worker"}'):
         assert metric in exprs, metric
+    assert 'kind="expected"' not in exprs  # warnings expected for the engine and settings never alert
     prom = yaml.safe_load((MONITORING / "prometheus.yml").read_text())
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     mounts = dict(v.rsplit(":", 1)[0].split(":", 1) for v in compose["services"]["prometheus"]["volumes"]
@@ -99,3 +100,42 @@ def test_the_dashboard_has_failures_risk_panels_and_a_feed_variable() -> None:
         assert all('feed=~"$feed"' in t["expr"] and "by (feed)" in t["expr"] for t in panel["targets"]), word
     ids = [p["id"] for p in dash["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def _documented() -> set[str]:
+    """The metric names in docs/operations.md's metrics table (``anonstream_x``, ``_y`` shorthands expanded)."""
+    text = (ROOT / "docs" / "operations.md").read_text()
+    table = text[text.index("| metric | type | labels | meaning |"):]
+    table = table[:table.index("\n\n")]
+    out: set[str] = set()
+    for row in table.splitlines()[2:]:
+        names = re.findall(r"`(anonstream_[a-z_]+|_[a-z_]+)`", row.split("|")[1])
+        stem = ""
+        for name in names:
+            if name.startswith("anonstream_"):
+                out.add(name)
+                stem = name.rsplit("_", 1)[0] if "last_release" not in name else "anonstream_last_release"
+            else:
+                out.add(stem + name)
+    return out
+
+
+def test_every_exported_metric_is_in_the_operations_table(scrape: str) -> None:
+    """The registered metric names (the worker's own, the ledger's, memory and lag) and the doc's table agree."""
+    exported = {family.name + ("_total" if family.type == "counter" else "")
+                for family in text_string_to_metric_families(scrape) if not family.name.endswith("_created")}
+    exported |= _registered()
+    documented = _documented()
+    assert exported - documented == set(), "exported, not in docs/operations.md"
+    assert documented - exported == set(), "in docs/operations.md, not exported"
+
+
+def _registered() -> set[str]:
+    """Every family the worker's registry declares, samples or not (gauges per feed appear with a release)."""
+    from stream.worker.metrics import WorkerMetrics
+
+    names = set()
+    for collector in list(WorkerMetrics().registry._collector_to_names):
+        for family in collector.describe():
+            names.add(family.name + ("_total" if family.type == "counter" else ""))
+    return names

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import migrations
 from db import Database
 from db.budget import charge
-from stream.worker.metrics import budget_family
+from stream.worker.ledger_metrics import budget_family
 
 
 def test_budget_remaining_per_recent_block(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -22,8 +22,9 @@ def test_budget_remaining_per_recent_block(tmp_path) -> None:  # type: ignore[no
             charge(s, ["station:S1/day:2020-01-01"], 0.5, 1.0, purpose="test", release_id=None,
                    now=now - timedelta(days=30))
         with db.read() as s:
-            family = budget_family(s, now)
+            family, caps = budget_family(s, now)
         values = {sample.labels["block"]: sample.value for sample in family.samples}
         assert values == {"station:S1/day:2030-01-01": 0.75, "station:S2/day:2030-01-01": 0.75}
+        assert {sample.labels["block"]: sample.value for sample in caps.samples} == dict.fromkeys(values, 1.0)
     finally:
         db.dispose()
