@@ -51,12 +51,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     from stream.ops.runtime import embedded
     from stream.worker.app import run_worker
 
-    with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
-        _announce(ready)
-        code = run_worker(ready)
-        if code == 0:
-            _stopped(ready)
-        return code
+    started = settings
+    try:
+        with embedded(settings, run_migrations=not args.no_migrate, watch=True) as ready:
+            started = ready
+            _announce(ready)
+            code = run_worker(ready)
+    except KeyboardInterrupt:  # Ctrl-C before the worker took the signal over (start-up), or while it stopped
+        code = 0
+    if code == 0:
+        _stopped(started)
+    return code
 
 
 def check_counts_settings(settings: Settings) -> None:

@@ -90,8 +90,12 @@ class EmbeddedBroker:
         if self.log_file is not None:
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             self._log = self.log_file.open("ab")
+        # its broker module at DEBUG (a few lines per connection) logs the signal that stops it, which its exit
+        # code does not say (it exits 0 on SIGTERM and SIGINT): exit_cause() reads it back; no colour codes
+        env = {**os.environ, "NO_COLOR": "1"}
+        env.setdefault("RUST_LOG", "warn,tansu_broker::broker=debug")
         self.proc = subprocess.Popen(
-            [binary, "broker", "--listener-url", listener, "--advertised-listener-url", listener],
+            [binary, "broker", "--listener-url", listener, "--advertised-listener-url", listener], env=env,
             stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             # its own session: a terminal's Ctrl-C (SIGINT to the whole foreground group) reaches the
             # worker, which stops cleanly and then stops the broker, instead of killing the broker first
@@ -104,6 +108,24 @@ class EmbeddedBroker:
             raise
         log.info("embedded broker (tansu) listening on %s", self.bootstrap)
         return self
+
+    def exit_cause(self) -> str | None:
+        """Why the broker exited, in words (None while it runs): the signal that killed it, the signal it shut
+        down cleanly on (from its log), or its exit code."""
+        code = self.proc.poll() if self.proc is not None else None
+        if code is None:
+            return None
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        tail = ""
+        if self.log_file is not None:
+            with contextlib.suppress(OSError), self.log_file.open("rb") as fh:
+                fh.seek(max(fh.seek(0, os.SEEK_END) - 16384, 0))
+                tail = fh.read().decode(errors="replace")
+        asked = [name for name, mark in (("SIGTERM", "terminate=Some"), ("SIGINT", "interrupt=Some")) if mark in tail]
+        if asked:
+            return f"stopped by {asked[0]} (it shuts down cleanly on it, exit code {code})"
+        return f"exited with code {code}" + (f" (its log: {self.log_file})" if self.log_file else "")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -218,7 +240,7 @@ class BrokerWatch:
         from stream.ops.locate import ServiceUnreachable, check_broker
 
         if self.broker is not None and self.broker.proc is not None and self.broker.proc.poll() is not None:
-            return f"lost:the embedded broker exited (code {self.broker.proc.returncode})"
+            return f"lost:the embedded broker {self.broker.exit_cause()}"
         try:
             check_broker(self.settings, timeout=3.0)
         except ServiceUnreachable as exc:

@@ -11,6 +11,12 @@ DEBUG, and a payload carries a report's identifiers and quasi-identifiers. Their
 at WARNING whatever ``-v`` says; ``ANONSTREAM_CLIENT_LOG_LEVEL=info`` lowers them to INFO, never to
 DEBUG. Nothing in this service logs a report's identifier or QI values: messages carry counts,
 release ids, window keys and station ids only.
+
+Warnings a healthy worker prints at start-up that ask nothing of anyone are dropped at their own logger
+(:class:`HarmlessFilter`, shown again with ``-v``): faust's "Missing sensor state for rebalance #N"
+(logged at every start's first rebalance, which no sensor saw begin) and kafka-python's "Task … ran for
+0.1xs (>0.100s threshold)" under one second (its event loop's step was slow while the worker imports
+and connects; longer stalls still show).
 """
 
 from __future__ import annotations
@@ -31,6 +37,27 @@ VALUE_LOGGERS = ("sqlalchemy", "numba", "matplotlib", "PIL", "fontTools")
 # Chatty framework loggers: WARNING unless -v.
 FRAMEWORK_LOGGERS = ("faust", "mode", "alembic", "aiohttp.access", "urllib3")
 FIELDS = ("release_id", "window", "station")
+SLOW_STEP = re.compile(r"ran for (\d+(?:\.\d+)?)s \(>")
+
+
+def _slow_step_under_1s(message: str) -> bool:
+    m = SLOW_STEP.search(message)
+    return m is not None and float(m.group(1)) < 1.0
+
+
+# logger -> what marks a harmless warning of it (the module docstring says why each is harmless)
+HARMLESS = {"faust.app.base": lambda m: "Missing sensor state" in m, "kafka.net.selector": _slow_step_under_1s}
+
+
+class HarmlessFilter(logging.Filter):
+    """Drops the known-harmless warnings of one logger (:data:`HARMLESS`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.rule = HARMLESS[name]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.WARNING and self.rule(record.getMessage()))
 
 
 def ctx(release_id: str | None = None, window: str | None = None, station: str | None = None) -> dict[str, Any]:
@@ -145,7 +172,14 @@ def setup(verbose: bool = False, fmt: str | None = None, level: int | None = Non
 
 
 def quiet(verbose: bool = False) -> None:
-    """Client loggers at WARNING (INFO when asked), framework loggers at WARNING unless verbose."""
+    """Client loggers at WARNING (INFO when asked), framework loggers at WARNING unless verbose; the known-harmless
+    warnings dropped unless verbose."""
+    for name in HARMLESS:
+        logger = logging.getLogger(name)
+        for old in [f for f in logger.filters if isinstance(f, HarmlessFilter)]:
+            logger.removeFilter(old)
+        if not verbose:
+            logger.addFilter(HarmlessFilter(name))
     for name in CLIENT_LOGGERS:
         logging.getLogger(name).setLevel(client_level())
     for name in VALUE_LOGGERS:

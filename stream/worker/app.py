@@ -146,6 +146,8 @@ def run_worker(settings: Settings) -> int:
     app, _service = create_app(settings)
     # logging is set up once by the CLI (stream/ops/logs.py): one format, the Kafka clients at WARNING
     worker = Worker(app, loglevel=settings.log_level, quiet=True, redirect_stdouts=False, override_logging=False)
+    if not worker.stdout.isatty():  # faust's start-up spinner writes "\b\033[?25h" even into a log file
+        worker.spinner = None
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:

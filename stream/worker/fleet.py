@@ -73,5 +73,10 @@ class Fleet:
             service.send_many = send_many
 
     def close(self) -> None:
+        """The worker stops: each feed's release processes stop, the windows they were releasing are handed back
+        (the next worker releases them at once, not after their lease) and its heartbeat row is marked stopped."""
         for service in self.services.values():
             service.close()
+            for window_id in sorted(service.leases.closing):
+                service.leases.hand_back(window_id)
+            service.heartbeat.stopped()

@@ -57,6 +57,25 @@ class LeaseKeeper:
             log.warning("release %s: publishing claim taken over by another worker (lease expired)", rid,
                         extra=ctx(release_id=rid))
 
+    def done(self, window_id: str) -> None:
+        """The release of a window ended: its task finished, or was cancelled because the worker is stopping,
+        and then the window is handed back (:meth:`hand_back`)."""
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            self.hand_back(window_id)
+        self.closing.discard(window_id)
+
+    def hand_back(self, window_id: str) -> None:
+        """End this worker's claim on a window it is closing now (it is stopping), so the next worker releases
+        the window at once instead of after the lease; blocking, never raises."""
+        try:
+            if self.repo.give_up(window_id, self.worker, datetime.now(UTC)):
+                log.info("stopping: window %s handed back unreleased; the next worker releases it", window_id,
+                         extra=ctx(window=window_id))
+        except Exception as exc:  # the ledger is gone: the lease runs out instead
+            log.info("stopping: window %s not handed back (%s); retried when its lease runs out", window_id,
+                     type(exc).__name__, extra=ctx(window=window_id))
+
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -32,6 +32,7 @@ import logging
 import multiprocessing
 import os
 import select
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -62,6 +63,9 @@ def _child_init(settings: Settings, worker: str, verified: Any, barrier: Any, lo
     from stream.worker.release import Orchestrator
 
     _exit_with_parent(parent)
+    # a terminal's Ctrl-C reaches the whole process group: the worker stops its release processes itself
+    # (close), so a child never dies of it mid-release and hands a KeyboardInterrupt back to the worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logs.setup(fmt=settings.log_format, level=log_level)
     db = Database(settings.db_url())
     _CHILD.update(orchestrator=Orchestrator(settings, db, load_schema(settings.spec), worker, keep_encoded=True),
@@ -127,6 +131,8 @@ class ReleasePool:
         self._pool_lock = threading.Lock()  # the pool is built and rebuilt from threads (see _submit)
         self._executor: ProcessPoolExecutor | None = None
         self._verified: Any = None  # queue and reader thread start with the first child
+        self._closed = False
+        self._reader: threading.Thread | None = None
 
     def _pool(self) -> ProcessPoolExecutor:
         with self._pool_lock:
@@ -135,7 +141,8 @@ class ReleasePool:
     def _pool_locked(self) -> ProcessPoolExecutor:
         if self._verified is None:
             self._verified = self._ctx.Queue()
-            threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True).start()
+            self._reader = threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True)
+            self._reader.start()
         if self._executor is None:
             barrier = self._ctx.Barrier(self.processes)
             self._executor = ProcessPoolExecutor(
@@ -181,6 +188,8 @@ class ReleasePool:
             result: tuple[str | None, Encoded | None] = await self._submit(_child_release, window_id, now)
             return result
         except BrokenProcessPool:
+            if self._closed:  # the worker is stopping: it hands the window back (WorkerService.close)
+                raise
             log.error("a release process died while releasing window %s; restarting the release processes",
                       window_id, extra=ctx(window=window_id))
             self._restart()
@@ -207,9 +216,16 @@ class ReleasePool:
                         proc.terminate()
 
     def close(self) -> None:
+        """Stop the release processes, busy or not, and the queue they report to (its semaphores released)."""
+        self._closed = True
         self._restart(kill=True)
         if self._verified is not None:
             self._verified.put(None)
+            if self._reader is not None:
+                self._reader.join(timeout=5)
+            if self._reader is None or not self._reader.is_alive():  # closed once read to its end
+                self._verified.close()
+                self._verified.join_thread()
 
 
 class ThreadReleases:

@@ -216,11 +216,9 @@ class WorkerService:
         self._wake.clear()
 
     def close(self) -> None:
-        """Stop the release processes (a window they were releasing is retried when its lease runs out) and
-        mark the heartbeat row stopped."""
+        """Stop the release processes (the fleet then hands back the windows they were releasing)."""
         self.leases.close()
         self.releases.close()
-        self.heartbeat.stopped()
 
     async def drain(self) -> None:
         """Wait for the windows being closed and published now (tests; a stopping worker leaves them to
@@ -264,7 +262,7 @@ class WorkerService:
                 await asyncio.to_thread(self.repo.give_up, window.id, self.worker, datetime.now(UTC))
         finally:
             free_slot()
-            self._closing.discard(window.id)
+            self.leases.done(window.id)  # cancelled (the worker stops): the window is handed back
             self._wake.set()
 
     async def publish_pending(self, send: SendFn) -> list[str]:
