@@ -240,7 +240,7 @@ class BrokerWatch:
         from stream.ops.locate import ServiceUnreachable, check_broker
 
         if self.broker is not None and self.broker.proc is not None and self.broker.proc.poll() is not None:
-            return f"lost:the embedded broker {self.broker.exit_cause()}"
+            return f"lost:the embedded broker exited: {self.broker.exit_cause()}"
         try:
             check_broker(self.settings, timeout=3.0)
         except ServiceUnreachable as exc:

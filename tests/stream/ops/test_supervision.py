@@ -88,7 +88,7 @@ def test_run_exits_3_with_one_clear_line_when_its_embedded_broker_dies(tmp_path,
         os.kill(json.loads(state_file.read_text())["broker_pid"], sig)
         assert proc.wait(timeout=60) == 3
         text = log.read_text()
-        assert f"the embedded broker {cause}" in text and "exiting with code 3" in text  # the real cause
+        assert f"the embedded broker exited: {cause}" in text and "exiting with code 3" in text  # the real cause
         assert "Traceback" not in text
     finally:
         if proc.poll() is None:
