@@ -28,12 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from stream.console.advice import advise
-
-if TYPE_CHECKING:
-    from stream.console.service import ConsoleService
 
 EXIT_HEALTHY, EXIT_BROKER, EXIT_HELD, EXIT_WORKER, EXIT_DLQ, EXIT_LAG = 0, 3, 4, 5, 6, 7
 EXIT_MEANINGS = {EXIT_BROKER: "a service unreachable (the database, or the configured broker does not answer)",
@@ -111,7 +108,13 @@ class Verdict:
                    list(d.get("notes") or []))
 
 
-def deployment_verdict(service: ConsoleService) -> Verdict:
+class HealthSource(Protocol):
+    """What :func:`deployment_verdict` reads: a :class:`stream.console.service.ConsoleService`."""
+
+    def health(self) -> dict[str, Any]: ...
+
+
+def deployment_verdict(service: HealthSource) -> Verdict:
     """The deployment's verdict, from ``service.health()`` (ledger, heartbeats, a bounded broker look-up)."""
     return Verdict.from_dict(service.health()["verdict"])
 
