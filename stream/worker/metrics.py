@@ -41,7 +41,6 @@ DUPLICATE_KINDS = ("duplicate", "correction")
 DLQ_REASONS = ("malformed-json", "not-an-object", "missing-field", "missing-value", "invalid-value", "invalid-time",
                "implausible-time", "invalid-report-id", "invalid-station", "unknown-station", "unknown-offence",
                "value-not-in-hierarchy", "ambiguous-date", "too-large", "internal-error")
-WARNING_KINDS = ("expected", "unexpected")  # risk warnings: expected for the engine and settings, or to act on
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 

@@ -308,7 +308,9 @@ def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metr
             exported.add(family.name + "_total")
     exported |= {"anonstream_pool_pending", "anonstream_pool_oldest_pending_seconds", "anonstream_windows",
                  "anonstream_releases", "anonstream_consumer_lag",
-                 "anonstream_release_refusals_total"}  # read at scrape time (ledger, consumer; test_alerts.py scrapes)
+                 "anonstream_release_refusals_total", "anonstream_dp_budget_remaining_rho",
+                 "anonstream_dp_budget_cap_rho", "anonstream_dp_refused_releases_total",
+                 }  # read at scrape time (ledger, consumer; test_alerts.py scrapes)
     used = set(re.findall(r"anonstream_[a-z_]+", exprs))
     assert used and used <= exported, used - exported
     titles = " ".join(p["title"].lower() for p in dash["panels"])
