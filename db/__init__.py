@@ -5,6 +5,7 @@ broker is at-least-once and keeps no durable state that matters.
 """
 
 from db.budget import BudgetExceeded  # registers dp_blocks and dp_spends in metadata
+from db.deployment import deployment_id  # registers deployment in metadata
 from db.dp_policy import DPPolicyRow  # registers dp_policy in metadata
 from db.ledger import IncomingReport, IngestResult, PoolRepository, Rejection, WindowPolicy, due_windows
 from db.models import Base, metadata
@@ -13,4 +14,4 @@ from db.session import Database, make_engine
 
 __all__ = ["Base", "BudgetExceeded", "Candidate", "DPPolicyRow", "Database", "IncomingReport", "IngestResult",
            "LostClaim", "PoolRepository", "Rejection", "ReleaseConflict", "ReleaseRepository", "StoredRelease",
-           "WindowPolicy", "due_windows", "make_engine", "metadata"]
+           "WindowPolicy", "deployment_id", "due_windows", "make_engine", "metadata"]

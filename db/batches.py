@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from db.models import Batch, PendingReport, Window
 from db.session import Database, insert_ignore, rowcount, utc
+from db.states import WindowState
 from db.windows import WindowPolicy
 
 BATCH_MAX_S = 86_400
@@ -126,7 +127,7 @@ def merge_completed(db: Database, policy: WindowPolicy, now: datetime) -> list[s
             ended = utc(last_end)
             if policy.merge_batch:
                 windows = s.execute(select(Window).where(
-                    Window.key == key, Window.feed == policy.feed, Window.state == "open",
+                    Window.key == key, Window.feed == policy.feed, Window.state == WindowState.OPEN,
                     Window.last_input_at <= ended).order_by(Window.start, Window.seq).with_for_update()).scalars().all()
                 for chunk in chunks(list(windows), policy.cap):
                     merged += _merge(s, chunk, now)
@@ -166,8 +167,8 @@ def _merge(s: Session, chunk: list[Window], now: datetime) -> list[str]:
         s.execute(update(PendingReport).where(PendingReport.window_id.in_(ids[i:i + 500]),
                                               PendingReport.state == "pending")
                   .values(window_id=target.id).execution_options(synchronize_session=False))
-        s.execute(update(Window).where(Window.id.in_(ids[i:i + 500]), Window.state == "open").values(
-            state="merged", closed_at=now, close_reason="merged", hold_reason=f"merged into {target.id}",
+        s.execute(update(Window).where(Window.id.in_(ids[i:i + 500]), Window.state == WindowState.OPEN).values(
+            state=WindowState.MERGED, closed_at=now, close_reason="merged", hold_reason=f"merged into {target.id}",
             duplicates=0, dropped=0).execution_options(synchronize_session=False))
     s.execute(update(Window).where(Window.id == target.id).values(
         count=Window.count + sum(int(w.count or 0) for w in gone),

@@ -26,8 +26,10 @@ from sqlalchemy.orm import QueryableAttribute, Session
 
 from db.models import PendingReport, Release, Window
 from db.session import Database, rowcount
+from db.states import WindowState
 
-CARRIED_STATES = ("carried", "released", "empty", "merged")  # closed windows whose pending reports wait for the next
+# closed windows whose pending reports wait for the next
+CARRIED_STATES = (WindowState.CARRIED, WindowState.RELEASED, WindowState.EMPTY, WindowState.MERGED)
 
 
 class LostClaim(Exception):
@@ -42,7 +44,7 @@ def _expired(lease_col: QueryableAttribute[datetime | None], claimed_col: Querya
 
 def fence(session: Session, window_id: str, worker: str) -> None:
     """Raise :class:`LostClaim` unless ``worker`` still holds the claim on the window (inside a unit)."""
-    held = session.execute(select(Window.id).where(Window.id == window_id, Window.state == "closing",
+    held = session.execute(select(Window.id).where(Window.id == window_id, Window.state == WindowState.CLOSING,
                                                    Window.claimed_by == worker).with_for_update()).first()
     if held is None:
         raise LostClaim(f"window {window_id} is no longer claimed by {worker}")
@@ -68,9 +70,9 @@ class ClaimRepository:
         with self.db.unit() as s:
             res = s.execute(update(Window).where(
                 Window.id == window_id,
-                or_(Window.state == "open",
-                    (Window.state == "closing") & _expired(Window.lease_until, Window.claimed_at, now, lease_s)))
-                .values(state="closing", claimed_by=worker, claimed_at=now,
+                or_(Window.state == WindowState.OPEN, (Window.state == WindowState.CLOSING)
+                    & _expired(Window.lease_until, Window.claimed_at, now, lease_s)))
+                .values(state=WindowState.CLOSING, claimed_by=worker, claimed_at=now,
                         lease_until=now + timedelta(seconds=lease_s), close_reason=reason))
             if rowcount(res) != 1:
                 return None
@@ -83,7 +85,7 @@ class ClaimRepository:
         """Closing windows (of ``feed``, or of every feed) whose holder stopped renewing its lease."""
         with self.db.read() as s:
             stmt = select(Window.id).where(
-                Window.state == "closing", _expired(Window.lease_until, Window.claimed_at, now, lease_s))
+                Window.state == WindowState.CLOSING, _expired(Window.lease_until, Window.claimed_at, now, lease_s))
             return list(s.execute(stmt if feed is None else stmt.where(Window.feed == feed)).scalars())
 
     def renew(self, worker: str, windows: Iterable[str], releases: Iterable[str], now: datetime,
@@ -95,7 +97,7 @@ class ClaimRepository:
         windows, releases = sorted(set(windows)), sorted(set(releases))
         with self.db.unit() as s:
             if windows:
-                s.execute(update(Window).where(Window.id.in_(windows), Window.state == "closing",
+                s.execute(update(Window).where(Window.id.in_(windows), Window.state == WindowState.CLOSING,
                                                Window.claimed_by == worker).values(lease_until=until))
             if releases:
                 s.execute(update(Release).where(Release.id.in_(releases), Release.state == "stored",
@@ -110,7 +112,7 @@ class ClaimRepository:
     def give_up(self, window_id: str, worker: str, now: datetime) -> bool:
         """End this worker's lease on a window now (its release failed): it is retried at once."""
         with self.db.unit() as s:
-            res = s.execute(update(Window).where(Window.id == window_id, Window.state == "closing",
+            res = s.execute(update(Window).where(Window.id == window_id, Window.state == WindowState.CLOSING,
                                                  Window.claimed_by == worker)
                             .values(lease_until=now - timedelta(microseconds=1)))
             return bool(rowcount(res))

@@ -26,8 +26,9 @@ from db.models import (
     StationControl,
     Window,
 )
+from db.states import WindowState
 
-WINDOW_STATES = ("open", "closing", "released", "carried", "held", "empty", "merged")
+WINDOW_STATES = tuple(WindowState)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ __all__ = ["Candidate", "LostClaim", "ReleaseConflict", "ReleaseRepository", "St
 from db.models import AuditEntry, PendingReport, Release, ReleasedFingerprint, ReleaseRecords, Watermark, Window
 from db.release_budget import BudgetCharge, BudgetConflict, apply_budget
 from db.session import Database
+from db.states import WindowState
 
 
 class ReleaseConflict(Exception):
@@ -168,7 +169,7 @@ class ReleaseRepository(ClaimRepository):
             update_where_ids(s, pending, list(blocked_ids), pending.c.state == "pending", {"state": "blocked"})
             s.execute(update(Window).where(Window.id == window_id)
                       .values(state=state, hold_reason=reason, closed_at=now))
-            if state == "held":
+            if state == WindowState.HELD:
                 s.add(AuditEntry(at=now, actor="worker", action="window-held", subject=window_id,
                                  detail={"reason": reason}))
 
@@ -232,7 +233,7 @@ class ReleaseRepository(ClaimRepository):
                 count_blocked(s, rel.blocked_by, now,
                               s.execute(select(Window.feed).where(Window.id == rel.window_id)).scalar_one())
             s.execute(update(Window).where(Window.id == rel.window_id)
-                      .values(state="released", release_id=rel.id, closed_at=now))
+                      .values(state=WindowState.RELEASED, release_id=rel.id, closed_at=now))
             s.add(AuditEntry(at=now, actor=worker, action="release-stored", subject=rel.id,
                              detail={"window": rel.window_id, "counts": c}))
         return True
