@@ -13,6 +13,7 @@ from typing import Any
 
 from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
 from stream.config.settings import Settings
+from stream.wire.contracts import FILES_ALG, Manifest, ReleaseFiles, content_sha256
 from stream.wire.records import clean_json
 
 _MAX_DIAGNOSTIC_BYTES = 100_000
@@ -73,11 +74,22 @@ def event_window(window: Any, span: tuple[str | None, str | None]) -> dict[str, 
             "first_day": first, "last_day": last, "seq": window.seq, "close_reason": window.close_reason}
 
 
+def release_files(rid: str, window: dict[str, Any], codebook: dict[str, Any] | None,
+                  dp: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest's ``files``: content hashes of the sidecars ``consume`` writes from the manifest (the
+    count tables, ``{"release_id": rid, **dp}``, and the codebook) and the release's partition value
+    (``window_date``: its window's start day), all signed with the manifest (:class:`ReleaseFiles`)."""
+    return ReleaseFiles(alg=FILES_ALG, counts=None if dp is None else content_sha256({"release_id": rid, **dp}),
+                        codebook=None if codebook is None else content_sha256(codebook),
+                        partition={"window_date": str(window["start"])[:10]}).model_dump(mode="json")
+
+
 def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], stations: list[str],
                    release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
                    columns: list[str], checksum: str, codebook: dict[str, Any] | None = None,
-                   utility: dict[str, Any] | None = None, dp: dict[str, Any] | None = None) -> dict[str, Any]:
+                   utility: dict[str, Any] | None = None, dp: dict[str, Any] | None = None,
+                   deployment: str | None = None) -> dict[str, Any]:
     """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
     settings and the seed only, so the same input gives the same bytes whatever the load (no creation
     time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
@@ -86,10 +98,12 @@ def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], s
     drawn afresh by each computation, never seeded; a re-publish sends the stored manifest.
 
     ``span`` is the first and last event day (ISO, :func:`core.columns.day_span`) of the released
-    reports: ``window`` and ``event_time`` state it, to the day (an exact time would single a report out)."""
+    reports: ``window`` and ``event_time`` state it, to the day (an exact time would single a report out).
+    ``deployment``: the ledger's deployment id (:mod:`db.deployment`). The result is checked against the
+    contract (:class:`stream.wire.contracts.Manifest`); ``rows`` and ``signature`` are added after."""
     first, last = span
     extra = {"dp": dp} if dp is not None else {}
-    return clean_json({
+    body = clean_json({
         "release_id": rid,
         "window": event_window(window, span),
         "event_time": {"first": first, "last": last},  # days, both included
@@ -103,3 +117,8 @@ def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], s
         "utility": utility,  # core.metrics.utility, public=True: what anonymization cost, per QI level
         **extra,  # differentially private counts and their budget (stream.worker.dpcounts)
     })
+    body["files"] = release_files(rid, body["window"], body["codebook"], body.get("dp"))
+    if deployment is not None:
+        body["deployment"] = deployment
+    Manifest.parse(body)  # the contract: a field of the wrong type fails here, before anything is signed
+    return body

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stream.wire.contracts import PushReceipt
+
 PUSH_HEADER = "anonstream-push"
 SEQ_HEADER = "anonstream-seq"
 ADVERT_S = 10.0  # a worker advertises this often
@@ -100,9 +102,11 @@ def from_runs(runs: Any) -> Iterator[tuple[int, int]]:
 
 def receipt(push: str, worker: str, feed: str, accepted: Iterable[int],
             dead: Mapping[str, Iterable[int]]) -> dict[str, Any]:
-    """One receipt: the numbers of push ``push`` a batch accepted, and those it dead-lettered by reason."""
-    return {"push": push, "worker": worker, "feed": feed, "accepted": to_runs(accepted),
-            "dead": {reason: to_runs(seqs) for reason, seqs in dead.items()}}
+    """One receipt: the numbers of push ``push`` a batch accepted, and those it dead-lettered by reason
+    (checked against its contract, :class:`stream.wire.contracts.PushReceipt`)."""
+    return PushReceipt(push=push, worker=worker, feed=feed, accepted=[(a, b) for a, b in to_runs(accepted)],
+                       dead={reason: [(a, b) for a, b in to_runs(seqs)] for reason, seqs in dead.items()}
+                       ).model_dump(mode="json")
 
 
 @dataclass

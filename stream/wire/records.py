@@ -10,13 +10,14 @@ Topics (names configurable in :class:`stream.config.settings.Settings`):
 
 * ``crime.reports.dlq``: :class:`DeadLetter` (one-line reason, station, time, and the original payload:
   at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole message).
-* ``crime.anonymized``: one :class:`AnonymizedRecord` per released record, keyed by release id; no
+* ``crime.anonymized``: one :class:`stream.wire.contracts.RecordMessage` per released record, keyed by release id; no
   identifiers, no report ids, no fingerprints. ``values`` holds the published table's columns
   (:func:`core.columns.typed_columns`): each QI label with its typed columns (``age_lo``, ``age_hi``,
   ``suburb_level``, ``suburb_region`` ...), the sensitive value, ``suppressed``, the event dates
   (``event_date_lo``, ``event_date_hi``: :mod:`core.columns.dates`) and the window key (``station_id``);
   docs/stream.md "Release columns" explains each.
-* ``crime.releases``: one :class:`Manifest` per release, keyed by release id, sent after its records.
+* ``crime.releases``: one :class:`stream.wire.contracts.Manifest` per release, keyed by release id, sent
+  after its records.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from core.columns.dates import EVENT_DATES
+from stream.wire.contracts import Manifest, RecordMessage
+
+AnonymizedRecord = RecordMessage  # the record message's contract (stream.wire.contracts); older name
+__all__ = ["AnonymizedRecord", "DeadLetter", "Manifest", "RecordMessage"]
 
 
 def fingerprint(key: bytes, station: str, report_id: str) -> str:
@@ -176,33 +181,3 @@ def dead_letter(raw: bytes | str | None, reason: str, message: str, station_id: 
 
     return DeadLetter(reason=reason, message=one_line(message), station_id=station_id, at=at.isoformat(),
                       **bounded_payload(raw)).model_dump()
-
-
-class AnonymizedRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    release_id: str
-    seq: int
-    class_id: int
-    values: dict[str, Any]
-
-
-class Manifest(BaseModel):
-    """A release is complete for a consumer once this has arrived and ``records`` records match ``checksum``."""
-
-    model_config = ConfigDict(extra="allow")
-
-    release_id: str
-    window: dict[str, Any]
-    stations: list[str]
-    engine: str
-    params: dict[str, Any]
-    seed: int
-    k: int
-    l: int | None  # noqa: E741
-    metrics: dict[str, Any]
-    counts: dict[str, int]
-    records: int
-    columns: list[str]
-    checksum: str
-    created_at: str | None = None  # older manifests carried it; the ledger keeps the creation time

@@ -44,9 +44,10 @@ from db import (
     ReleaseRepository,
     StoredRelease,
     WindowPolicy,
+    deployment_id,
 )
 from db.batches import merge_completed
-from db.models import Window
+from db.models import Window, WindowState
 from db.window_state import carry_duplicates, due_windows
 from stream.config.settings import Settings, secret_value
 from stream.ops.logs import ctx
@@ -87,8 +88,8 @@ class Orchestrator:
         spec = schema.spec
         self._encoded: dict[str, tuple[bytes, list[bytes]]] = {}  # stored, not yet published (this process)
         self._encoded_lock = threading.Lock()
-        self.signer = load_private_key(secret_value(settings.signing_key), settings.data_dir,
-                                       settings.mode == "production")
+        self.signer, self.deployment = load_private_key(secret_value(settings.signing_key), settings.data_dir,
+                                                        settings.mode == "production"), deployment_id(db)
         self.context = context_columns(spec.publish_context, settings.windows.by)
         self.columns = ["class_id", *(c.name for c in release_columns(schema, self.context))]
         check_counts(schema, settings, db)  # counts that could not hold their guarantee stop the worker here
@@ -166,7 +167,7 @@ class Orchestrator:
                     return self._release(window, now, on_verified)
                 except ReleaseConflict as exc:
                     log.warning("window %s: %s; recomputing", window.id, exc, extra=ctx(window=window.id))
-            self._finish(window, "held", "kept conflicting with concurrent releases", now)
+            self._finish(window, WindowState.HELD, "kept conflicting with concurrent releases", now)
         except LostClaim:  # our lease ran out and another worker took the window over: it releases it
             log.warning("window %s: claim lost to another worker; leaving the window to it", window.id,
                         extra=ctx(window=window.id))
@@ -183,7 +184,7 @@ class Orchestrator:
         timings = {"candidates_s": time.perf_counter() - t0}  # per call: windows may close concurrently
         eligible, blocked, blocked_by = self._eligible(cands)
         if not eligible:
-            self._finish(window, "empty" if not cands else "carried", None, now)
+            self._finish(window, WindowState.EMPTY if not cands else WindowState.CARRIED, None, now)
             return None
         floor = s.privacy.k if window.flush else self.policy.release_floor(s.privacy.k)  # flush: the operator's
         if len(eligible) < floor:
@@ -203,7 +204,7 @@ class Orchestrator:
             release = engine.anonymize(batch, params, np.random.default_rng([seed, 1]))
             timings["anonymize_s"] = time.perf_counter() - t1
         except InfeasibleError as exc:
-            self._finish(window, "carried", f"{exc.reason}: {exc.message}", now)
+            self._finish(window, WindowState.CARRIED, f"{exc.reason}: {exc.message}", now)
             log.info("window %s carried: %s", window.id, exc.reason, extra=ctx(window=window.id))
             return None
         except AnonymizationError as exc:
@@ -220,7 +221,7 @@ class Orchestrator:
             return None
         t3 = time.perf_counter()
         rid = release_id(window.id, seed, release.digest() if release.diagnostics.get("budget_cap_hit") else "",
-                         deployment=key_id(self.signer.public_key()))
+                         deployment=key_id(self.signer.public_key()) + self.deployment)
         risk = release_risk(self.schema, frame, release, len(sample) / len(eligible), s, ctx(rid, window.id))
         timings["risk_s"] = time.perf_counter() - t3
         if on_verified is not None:
@@ -231,14 +232,14 @@ class Orchestrator:
 
     def _carry(self, window: Window, n: int, floor: int, now: datetime) -> None:
         rule = f"k={self.settings.privacy.k}" if n < self.settings.privacy.k else f"min_release_rows={floor}"
-        self._finish(window, "carried", f"too small: {n} report(s) to release < {rule}", now)
+        self._finish(window, WindowState.CARRIED, f"too small: {n} report(s) to release < {rule}", now)
         log.info("window %s carried: %d report(s) to release < %s", window.id, n, rule, extra=ctx(window=window.id))
 
     def _hold(self, window: Window, reason: str, now: datetime) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason, extra=ctx(window=window.id))
-        self._finish(window, "held", reason, now)
+        self._finish(window, WindowState.HELD, reason, now)
 
-    def _finish(self, window: Window, state: str, reason: str | None, now: datetime) -> None:
+    def _finish(self, window: Window, state: WindowState, reason: str | None, now: datetime) -> None:
         """Close a window without a release. Its reports stay pending (blocked ones too: they are counted
         as blocked in the manifest of the release that next considers them, never in no manifest), and
         its tally of duplicates moves to the key's next open window, whose manifest will count them."""
@@ -260,8 +261,7 @@ class Orchestrator:
         rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
                                                        strict=True)]
         rows = clean_json(publish_order(rows, order_seed(self.settings.key_bytes(), rid), lead=1))
-        released_ids = [int(i) for i in rows_df.index]
-        suppressed_ids = [int(i) for i in release.suppressed]
+        released_ids, suppressed_ids = [int(i) for i in rows_df.index], [int(i) for i in release.suppressed]
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
         stations = sorted({by_id[i].station_id for i in released_ids})
         sampled = {c.pool_id for c in sample}
@@ -277,7 +277,7 @@ class Orchestrator:
         loss = metrics.get("gcp", metrics.get("loss_metric"))
         utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
         manifest = build_manifest(
-            rid, window, day_span(days), stations, release, seed, self.settings,
+            rid, window, day_span(days), stations, release, seed, self.settings, deployment=self.deployment,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
             checksum=checksum_encoded(encoded), utility=utility, dp=dp.section if dp else None, codebook=build_codebook(
                 self.schema, table, suppressed=len(suppressed_ids), context=self.context,

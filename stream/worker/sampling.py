@@ -2,9 +2,9 @@
 
 * The sample seed of a window is derived from ``settings.sample_seed`` and the window id with
   SHA-256 (never Python's ``hash()``), so a window always gets the same seed; the release id is
-  derived from the window id, that seed and the signing key's id (so two deployments
-  never share an id). Recomputing a window after a crash therefore gives the
-  same id, and storing it twice is a no-op.
+  derived from the window id, that seed, the signing key's id and the ledger's deployment id
+  (:mod:`db.deployment`: two deployments never share an id, even with one signing key).
+  Recomputing a window after a crash therefore gives the same id, and storing it twice is a no-op.
 * Sampling draws from the pending pool only (released history never enters the pool of candidates),
   without replacement; unsampled reports stay pending for the next window of their key.
 * The linking guard (which candidates may be released at all) is :mod:`stream.worker.link_guard`;
@@ -38,7 +38,8 @@ def release_id(window_id: str, seed: int, capped: str = "", deployment: str = ""
     """The id of a window's release. Its content is a function of (window, seed); when an engine's
     wall-clock safety cap bound (``budget_cap_hit``) it is not, and ``capped`` (the content's digest)
     enters the id, so an id never names two contents. ``deployment`` (the worker passes its signing
-    key's id) makes the ids of two deployments differ even for the same window id and seed."""
+    key's id and the ledger's deployment id) makes the ids of two deployments differ even for the same
+    window id and seed, and even when they share a signing key."""
     suffix = f"\x1fcap{capped}" if capped else ""
     suffix += f"\x1fkey{deployment}" if deployment else ""
     return "r-" + hashlib.sha256(f"{window_id}\x1f{seed}{suffix}".encode()).hexdigest()[:22]
