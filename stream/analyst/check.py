@@ -7,7 +7,9 @@ hashes (``rows``, :mod:`stream.wire.rowhash`) that the file's rows re-hash to, i
 columns are the signed ones, it holds exactly the signed number of rows, and their root matches. Any
 changed value, added, removed or reordered row, or changed column fails the release, naming the first
 row that differs. Releases consumed before manifests carried row hashes cannot be checked (they fail
-with that reason).
+with that reason). The files beside it must be the ones the manifest signs (:mod:`stream.analyst.sidecars`:
+counts sidecar, codebook, date partition), and every manifest under PATH must have its data file: a
+deleted data file fails its release as well.
 """
 
 from __future__ import annotations
@@ -23,19 +25,12 @@ import pyarrow.parquet as pq
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.analyst.export import FORMATS, manifest_path
+from stream.analyst.sidecars import ReleaseCheckError, load_signed, resolve_public_key, sidecar_problems
 from stream.wire.csvsafe import unneutralize
 from stream.wire.release_ids import valid_release_id
 from stream.wire.rowhash import SHORT, digest_of_hashes, row_hash, short_hashes
-from stream.wire.signing import verify_manifest
 
-
-class ReleaseCheckError(ValueError):
-    """Release files that do not match their signed manifests; ``failed`` maps release id -> why."""
-
-    def __init__(self, failed: dict[str, str]) -> None:
-        self.failed = failed
-        super().__init__("release(s) not matching their signed manifest: "
-                         + "; ".join(f"{rid}: {why}" for rid, why in failed.items()))
+__all__ = ["Checked", "ReleaseCheckError", "check_releases", "resolve_public_key", "verify_releases"]
 
 
 @dataclass(frozen=True)
@@ -104,8 +99,9 @@ def _where(got: list[bytes], signed: list[bytes]) -> str:
     return f"row {first + 1} differs from the signed row"
 
 
-def check_file(path: Path, fmt: str, public_key: Ed25519PublicKey) -> Checked:
-    """Re-hash one release file and compare it with the signed manifest beside it."""
+def check_file(path: Path, fmt: str, public_key: Ed25519PublicKey, root: Path | None = None) -> Checked:
+    """Re-hash one release file and compare it, and the files beside it, with the signed manifest beside it
+    (``root``: the folder checked, whose ``window_date=`` partitions the manifest must agree with)."""
     rid = path.name[: -len(fmt) - 1]
 
     def bad(problem: str, rows: int = 0) -> Checked:
@@ -115,16 +111,9 @@ def check_file(path: Path, fmt: str, public_key: Ed25519PublicKey) -> Checked:
     if mpath is None:
         return bad(f"no manifest beside it (_{rid}.manifest.json)")
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return bad(f"manifest unreadable ({type(exc).__name__})")
-    if not isinstance(manifest, dict):
-        return bad("manifest is not a JSON object")
-    why = verify_manifest(manifest, public_key)
-    if why is not None:
-        return bad(f"manifest: {why}")
-    if manifest.get("release_id") != rid:
-        return bad(f"the manifest beside it is release {manifest.get('release_id')!r}")
+        manifest, contract = load_signed(mpath, rid, public_key)
+    except ValueError as exc:
+        return bad(str(exc))
     digest = manifest.get("rows")
     signed = short_hashes(digest) if isinstance(digest, dict) else None
     if not isinstance(digest, dict) or signed is None:
@@ -144,7 +133,22 @@ def check_file(path: Path, fmt: str, public_key: Ed25519PublicKey) -> Checked:
         return bad(f"{len(rows)} rows, its signed manifest says {manifest.get('records')}", len(rows))
     if digest_of_hashes(hashes)["root"] != digest.get("root"):
         return bad(_where(hashes, signed), len(rows))
-    return Checked(rid, path, len(rows), None)
+    return Checked(rid, path, len(rows), sidecar_problems(path.parent, root or path.parent, rid, manifest, contract))
+
+
+def orphan_manifests(root: Path, data: list[tuple[Path, str]]) -> list[Checked]:
+    """Manifests under ``root`` whose release has no data file beside them (deleted, or never written)."""
+    if not root.is_dir():
+        return []
+    have = {(p.parent, p.name[: -len(fmt) - 1]) for p, fmt in data}
+    out = []
+    for mpath in sorted(root.rglob("*.manifest.json")):
+        rid = valid_release_id(mpath.name.removeprefix("_")[: -len(".manifest.json")])
+        if rid is not None and (mpath.parent, rid) not in have:
+            names = " or ".join(f"{rid}.{fmt}" for fmt in FORMATS)
+            out.append(Checked(rid, mpath, 0, f"its data file is missing ({names}; its signed manifest "
+                                              f"{mpath.name} is here)"))
+    return out
 
 
 def check_releases(path: str | Path, public_key: Ed25519PublicKey) -> list[Checked]:
@@ -152,7 +156,9 @@ def check_releases(path: str | Path, public_key: Ed25519PublicKey) -> list[Check
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
-    return [check_file(file, fmt, public_key) for file, fmt in release_data_files(root)]
+    data = release_data_files(root)
+    found = [check_file(file, fmt, public_key, root) for file, fmt in data]
+    return sorted(found + orphan_manifests(root, data), key=lambda c: (str(c.path.parent), c.release_id))
 
 
 def verify_releases(path: str | Path, public_key: Ed25519PublicKey) -> list[Checked]:
@@ -162,16 +168,3 @@ def verify_releases(path: str | Path, public_key: Ed25519PublicKey) -> list[Chec
     if failed:
         raise ReleaseCheckError(failed)
     return results
-
-
-def resolve_public_key(explicit: str | Ed25519PublicKey | None) -> Ed25519PublicKey:
-    """The key to check with: ``explicit`` (a key, 64 hex digits or ``@file``), else as ``consume`` finds it
-    (``ANONSTREAM_RELEASE_PUBLIC_KEY``, else the local worker's key)."""
-    if isinstance(explicit, Ed25519PublicKey):
-        return explicit
-    from stream.config.settings import load_settings, secret_value
-    from stream.wire.signing import consumer_public_key
-
-    settings = load_settings()
-    return consumer_public_key(explicit or settings.release_public_key, secret_value(settings.signing_key),
-                               settings.data_dir)

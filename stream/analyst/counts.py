@@ -16,6 +16,10 @@ standard deviation ``sd * √m`` (95 % half-width about ``1.96 * sd * √m``,
 :meth:`core.dp.tables.CountTable.sum_ci95`); sums over releases add their variances. Cells of the
 public domain nobody fell in are published too (a missing cell would say "zero").
 
+``read_counts(path, verify=True)`` first checks every sidecar under ``path`` against the signed manifest
+beside it (its content hash, :mod:`stream.analyst.sidecars`), and that no manifest listing counts lost
+its sidecar: an edited or missing one raises :class:`stream.analyst.sidecars.ReleaseCheckError`.
+
 ``view="consistent"`` gives instead, per release, a non-negative integer view whose tables agree on
 their shared margins (:func:`core.dp.consistent.consistent_view`, post-processing of the published
 tables): for display, not for estimates (it is biased where counts are small), so its ``ci95`` and
@@ -29,9 +33,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from core.dp.consistent import consistent_view
 from core.dp.tables import CountTable
+from stream.analyst.sidecars import ReleaseCheckError, counts_problem, load_signed, manifest_file, resolve_public_key
 from stream.wire.release_ids import valid_release_id
 
 SUFFIX = ".counts.json"
@@ -73,8 +79,36 @@ def _sidecar(path: Path) -> Path:
 View = Literal["unbiased", "consistent"]
 
 
+def verify_counts(root: Path, public_key: Ed25519PublicKey) -> None:
+    """Every counts sidecar under ``root`` against the signed manifest beside it, and every manifest there
+    that lists counts against its sidecar; :class:`ReleaseCheckError` naming each release that fails."""
+    folders = {f.parent: None for f in counts_files(root)}
+    if root.is_dir():
+        folders.update({m.parent: None for m in root.rglob("*.manifest.json")})
+    failed: dict[str, str] = {}
+    for folder in sorted(folders):
+        rids = {p.name[1:-len(SUFFIX)] for p in folder.glob(f"_*{SUFFIX}")}
+        rids |= {p.name.removeprefix("_")[: -len(".manifest.json")] for p in folder.glob("*.manifest.json")}
+        for rid in sorted(r for r in rids if valid_release_id(r) is not None):
+            if root.is_file() and rid != root.name[1:-len(SUFFIX)]:
+                continue
+            mpath = manifest_file(folder, rid)
+            try:
+                if mpath is None:
+                    raise ValueError(f"{counts_name(rid)} has no signed manifest beside it (_{rid}.manifest.json)")
+                raw, manifest = load_signed(mpath, rid, public_key)
+                problem = counts_problem(folder, rid, raw, manifest)
+            except ValueError as exc:
+                problem = str(exc)
+            if problem is not None:
+                failed[rid] = problem
+    if failed:
+        raise ReleaseCheckError(failed)
+
+
 def read_counts(path: str | Path, by: tuple[str, ...] | list[str] | None = None,
-                view: View = "unbiased") -> pd.DataFrame:
+                view: View = "unbiased", verify: bool = False,
+                public_key: str | Ed25519PublicKey | None = None) -> pd.DataFrame:
     """The count tables under ``path`` (a folder written by ``consume``, a sidecar, or a release's data file)
     as one DataFrame: ``release_id``, ``grouping`` (its columns joined by ``×``), the group columns,
     ``count``, ``ci95``, ``sd`` (each cell's noise standard deviation), ``mechanism`` and ``rho``. ``by``:
@@ -85,12 +119,15 @@ def read_counts(path: str | Path, by: tuple[str, ...] | list[str] | None = None,
     margins (the module docstring says what that view is for; its ``ci95`` and ``sd`` are NaN).
 
     A release whose counts were refused (a budget block's cap) has no rows here; its sidecar says why
-    (``refused``)."""
+    (``refused``). ``verify``: check the sidecars against their signed manifests first (:func:`verify_counts`;
+    ``public_key`` as for ``read_releases``)."""
     if view not in ("unbiased", "consistent"):
         raise ValueError(f"view must be 'unbiased' or 'consistent' (got {view!r})")
     root = _sidecar(Path(path))
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
+    if verify:
+        verify_counts(root, resolve_public_key(public_key))
     frames = []
     for file in counts_files(root):
         doc = json.loads(file.read_text(encoding="utf-8"))

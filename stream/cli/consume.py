@@ -19,8 +19,11 @@ OUT/<release id>.<format> plus its manifest (_<id>.manifest.json) and its codebo
 and .md: what each column means; the leading _ keeps them out of pandas.read_parquet(OUT)). Unsigned,
 forged or altered manifests, ids that are not plain names and messages that are not JSON are refused
 with a logged reason, and consuming goes on. A record planted under a release's id and seq is refused
-by the signed row hashes whenever it arrives: the genuine release is still written. A release whose
-signed manifest verified but that never completed is listed when consume stops.
+by the signed row hashes whenever it arrives: the genuine release is still written. A record beyond its
+manifest's record count is refused, and so is any record past ANONSTREAM_CONSUME_MAX_UNCONFIRMED
+(default 100000) of a release whose manifest has not arrived (read again once it has). A second signed
+manifest with other content under a release id already held or written is refused with one line. A
+release whose signed manifest verified but that never completed is listed when consume stops.
 `anonstream releases check OUT` later re-hashes the files against their signed manifests.
 
 Resuming: consume reads as the consumer group --group (default anonstream-consume) and commits the
@@ -52,8 +55,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     check_output_folder("--out", args.out)  # before the broker is asked anything
     quiet_clients(getattr(args, "verbose", False))
-    from stream.analyst.consumer import follow_releases
-    from stream.analyst.export import write_release, written_release_ids
+    from stream.analyst.consumer import follow_releases, written_digests
+    from stream.analyst.export import write_release
     from stream.config.settings import secret_value
     from stream.wire.signing import consumer_public_key
 
@@ -85,7 +88,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
     group = args.group or None
     asm = follow_releases(settings.bootstrap_servers(), settings.topic_releases, settings.topic_anonymized,
                           on_release, stop, idle_s=args.idle, public_key=public_key, group=group,
-                          from_start=args.from_start, written=written_release_ids(out, args.format))
+                          from_start=args.from_start, written=written_digests(out, args.format),
+                          max_unconfirmed=settings.consume_max_unconfirmed)
     print(f"consume: {len(written)} release(s) written to {out}; skipped {asm.duplicate_records} duplicate "
           f"record(s) and {asm.duplicate_manifests} duplicate manifest(s)"
           + (f"; group {group} committed" if group else ""))
@@ -94,6 +98,9 @@ def cmd_consume(args: argparse.Namespace) -> int:
     if asm.conflicts:
         print(f"  refused {asm.conflicts} record(s) conflicting with their release's signed row hashes "
               "(planted or altered records; the genuine ones were kept)")
+    if asm.id_conflicts:
+        print(f"  refused {asm.id_conflicts} signed manifest(s) naming a release id already held or written with "
+              "other content (two deployments sharing a signing key, or a replay); the first content was kept")
     if asm.incomplete():
         print(f"  {len(asm.incomplete())} release(s) whose signed manifest verified never completed: "
               + ", ".join(asm.incomplete()))

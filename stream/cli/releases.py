@@ -299,7 +299,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rpt.add_argument("--out", required=True, help="the file to write")
     rpt.set_defaults(func=cmd_report)
     chk = rs.add_parser("check", help="check consumed release files against the signed manifests beside them "
-                        "(exit 1 if any value, row or row order changed)")
+                        "(exit 1 if any value, row or row order changed, a counts or codebook file changed, a "
+                        "file is missing or a release moved to another date partition)")
     chk.add_argument("path", metavar="PATH", help="a folder written by `anonstream consume`, or one release file")
     chk.add_argument("--public-key", help="the service's Ed25519 public key, 64 hex digits or @file "
                      "(default: ANONSTREAM_RELEASE_PUBLIC_KEY, else the local worker's key)")

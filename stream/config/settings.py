@@ -131,6 +131,8 @@ class Settings(BaseSettings):
                                           "signs manifests; embedded: generated once in data_dir/signing.key")
     release_public_key: str | None = Field(default=None, description="Ed25519 public key (hex) `consume` "
                                            "verifies manifests with (`anonstream keys public` prints it)")
+    consume_max_unconfirmed: int = Field(default=100_000, ge=1, description="records `consume` keeps of one "
+                                         "release whose manifest has not arrived; more are refused and counted")
     claim_lease_s: float = Field(default=10.0, gt=0, description="lease of a window or publish claim; its "
                                  "holder renews it every lease/3, so a dead worker's work is retried within it")
 

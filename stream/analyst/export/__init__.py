@@ -40,11 +40,13 @@ UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
 
 
 def release_date(manifest: dict[str, Any]) -> str:
-    """The release's partition date: its window's start day (UTC: the first day of its events), else its
-    first event's day."""
+    """The release's partition date: as its manifest signs it (``files.partition``), else (older manifests)
+    its window's start day (UTC: the first day of its events), else its first event's day."""
+    files = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
+    signed = (files.get("partition") or {}).get(PARTITION_KEY) if isinstance(files.get("partition"), dict) else None
     window = manifest.get("window") if isinstance(manifest.get("window"), dict) else {}
     event_time = manifest.get("event_time") if isinstance(manifest.get("event_time"), dict) else {}
-    for value in (window.get("start"), event_time.get("first")):
+    for value in (signed, window.get("start"), event_time.get("first")):
         if isinstance(value, str) and len(value) >= 10 and value[4] == "-" and value[7] == "-" \
                 and value[:4].isdigit() and value[5:7].isdigit() and value[8:10].isdigit():
             return value[:10]

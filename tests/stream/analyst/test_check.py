@@ -17,6 +17,7 @@ from stream.analyst.check import ReleaseCheckError, check_releases
 from stream.analyst.dataset import read_releases
 from stream.analyst.export import write_release
 from stream.cli.main import main
+from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, record_messages
 from stream.wire.rowhash import rows_digest
 from stream.wire.signing import sign_manifest
@@ -32,9 +33,9 @@ ROWS = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False, "2024-03-01T10:1
 
 def _release(rid: str) -> tuple[dict, list[dict]]:
     msgs = record_messages(rid, COLUMNS, ROWS)
-    manifest = {"release_id": rid, "records": len(ROWS), "columns": COLUMNS, "checksum": checksum(msgs),
-                "window": {"start": "2024-03-01T00:00:00+00:00"}, "rows": rows_digest(COLUMNS, ROWS),
-                "codebook": {"columns": [{"name": c, "type": "string", "meaning": c} for c in COLUMNS], "qis": {}}}
+    manifest = contract_manifest(rid, COLUMNS, len(ROWS), checksum(msgs), rows=rows_digest(COLUMNS, ROWS),
+                                 codebook={"columns": [{"name": c, "type": "string", "meaning": c} for c in COLUMNS],
+                                           "qis": {}})
     return sign_manifest(manifest, KEY), msgs
 
 

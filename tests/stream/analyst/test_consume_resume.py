@@ -15,6 +15,7 @@ from stream.analyst.consumer import GroupOffsets
 from stream.analyst.dataset import read_releases
 from stream.analyst.export import write_release
 from stream.analyst.export.types import release_frame
+from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.signing import sign_manifest
 
@@ -28,8 +29,7 @@ def _release(rid: str, day: str, n: int = 6) -> tuple[dict[str, Any], list[dict[
     rows = [[i % 2, "[20-29]" if i % 3 else "*", 20 if i % 3 else None, 29 if i % 3 else None, i / 4,
              "0778" if i % 2 else "778*", i % 3 == 0, day, "=SUM(A1)" if i == 1 else "Theft"] for i in range(n)]
     msgs = record_messages(rid, COLUMNS, rows)
-    manifest = {"release_id": rid, "records": n, "checksum": checksum(msgs), "columns": COLUMNS,
-                "window": {"start": f"{day}T00:00:00+00:00"}}
+    manifest = contract_manifest(rid, COLUMNS, n, checksum(msgs), start=f"{day}T00:00:00+00:00")
     return sign_manifest(manifest, SERVICE), msgs
 
 

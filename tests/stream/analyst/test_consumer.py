@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream.analyst.consumer import ReleaseAssembler, write_release_csv
+from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, record_messages
 from stream.wire.signing import sign_manifest
 
@@ -19,8 +20,7 @@ KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 def _release(rid: str, n: int) -> tuple[dict[str, object], list[dict[str, object]]]:
     rows = [[i % 3, f"[{20 + i % 3 * 5}-{24 + i % 3 * 5}]", "*", "Theft"] for i in range(n)]
     msgs = record_messages(rid, COLUMNS, rows)
-    return sign_manifest({"release_id": rid, "records": n, "checksum": checksum(msgs), "columns": COLUMNS},
-                         KEY), msgs
+    return sign_manifest(contract_manifest(rid, COLUMNS, n, checksum(msgs)), KEY), msgs
 
 
 @settings(max_examples=30, deadline=None)

@@ -9,6 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from stream.analyst.consumer import ReleaseAssembler
+from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.rowhash import rows_digest
 from stream.wire.signing import sign_manifest
@@ -20,7 +21,7 @@ ROWS = [[i % 2, f"[{20 + i % 2 * 5}, {24 + i % 2 * 5}]", "Theft"] for i in range
 
 def _release(rid: str, with_rows: bool = True) -> tuple[dict, list[dict]]:
     msgs = record_messages(rid, COLUMNS, ROWS)
-    manifest = {"release_id": rid, "records": len(ROWS), "checksum": checksum(msgs), "columns": COLUMNS}
+    manifest = contract_manifest(rid, COLUMNS, len(ROWS), checksum(msgs))
     if with_rows:
         manifest["rows"] = rows_digest(COLUMNS, ROWS)
     return sign_manifest(manifest, KEY), msgs
@@ -122,9 +123,11 @@ def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka) 
 @pytest.mark.slow
 def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg, tmp_path: Path, monkeypatch,
                                                                         capsys) -> None:  # type: ignore[no-untyped-def]
-    """The attack of issue 26: the release id is predicted from the window id, the default seed and the
-    public key id, a forged record is published under it as seq 0 before the worker releases the window;
+    """The attack of issue 26: the release id is predicted from the window id, the default seed, the
+    public key id and the deployment id (public in every manifest), a forged record is published under
+    it as seq 0 before the worker releases the window;
     ``consume`` (default group) writes the genuine release, reports the conflict, writes nothing forged."""
+    from db import deployment_id
     from stream.analyst.consumer import MAX_CANDIDATES
     from stream.cli.main import main
     from stream.station.producer import make_producer
@@ -137,7 +140,8 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
     try:
         public = sc.public_key()
         window = f"{sc.settings.window_key_for('S1')}|{DAY.strftime('%Y-%m-%dT%H:%M:%SZ')}|0"
-        predicted = release_id(window, window_seed(sc.settings.sample_seed, window), deployment=key_id(public))
+        predicted = release_id(window, window_seed(sc.settings.sample_seed, window),
+                               deployment=key_id(public) + deployment_id(sc.db))
         producer = make_producer(sc.settings.bootstrap_servers())
         for seq, n in ((0, MAX_CANDIDATES + 1), (1, 1)):  # a flood for seq 0: more than a consumer keeps
             for i in range(n):

@@ -9,6 +9,7 @@ from core.dp.tables import CountTable
 from stream.analyst.counts import counts_name, read_counts, write_counts
 from stream.analyst.dataset import read_counts as reexported
 from stream.analyst.export import write_release
+from stream.testing.manifests import contract_manifest
 
 OFFENCE = CountTable(by=("offence",), groups=(("Theft",), ("Robbery",)), counts=(12, 0), ci95=5.0,
                      mechanism="gaussian", rho=0.01, unit="report")
@@ -17,10 +18,10 @@ REGION = CountTable(by=("region", "offence"), groups=(("North", "Theft"), ("Sout
 
 
 def _manifest(rid: str, tables: list[CountTable], refused: dict | None = None) -> dict:
-    return {"release_id": rid, "records": 1, "columns": ["class_id", "sex"], "checksum": "x",
-            "window": {"start": "2026-11-20T00:00:00+00:00"},
-            "dp": {"mechanism": "gaussian", "unit": "report", "epsilon": 1.0, "delta": 1e-6, "rho": 0.02,
-                   "tables": [t.to_json() for t in tables], "refused": refused, "blocks": []}}
+    return contract_manifest(rid, ["class_id", "sex"], 1, "x", start="2026-11-20T00:00:00+00:00",
+                             dp={"mechanism": "gaussian", "unit": "report", "epsilon": 1.0, "delta": 1e-6,
+                                 "rho": 0.02, "tables": [t.to_json() for t in tables], "refused": refused,
+                                 "blocks": []})
 
 
 def test_consume_writes_the_sidecar_and_read_counts_loads_it(tmp_path) -> None:  # type: ignore[no-untyped-def]

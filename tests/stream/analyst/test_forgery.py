@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from core.errors import ParamsError
 from stream.analyst.consumer import ReleaseAssembler, write_release_csv
+from stream.testing.manifests import contract_manifest
 from stream.wire.csvsafe import neutralize
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.signing import load_private_key, private_key_from_hex, sign_manifest, verify_manifest
@@ -21,7 +22,7 @@ COLUMNS = ["class_id", "age", "offence"]
 
 def _release(rid: str, rows: list[list[object]], key: Ed25519PrivateKey | None = SERVICE):
     msgs = record_messages(rid, COLUMNS, rows)
-    manifest = {"release_id": rid, "records": len(rows), "checksum": checksum(msgs), "columns": COLUMNS, "k": 2}
+    manifest = contract_manifest(rid, COLUMNS, len(rows), checksum(msgs))
     return (sign_manifest(manifest, key) if key is not None else manifest), msgs
 
 
