@@ -26,7 +26,7 @@ from db.states import WindowState
 __all__ = ["CountsSidecar", "Manifest", "PushReceipt", "RecordMessage", "ReleaseFiles", "WindowState",
            "content_sha256", "contract_error"]
 
-FILES_ALG = "sha256-json-v1"
+FILES_ALG: Literal["sha256-json-v1"] = "sha256-json-v1"
 
 
 class _Ours(BaseModel):

@@ -125,7 +125,7 @@ def parse_receipt(raw: bytes | None) -> Receipt | None:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("push"), str):
         return None
-    dead = obj.get("dead") if isinstance(obj.get("dead"), dict) else {}
+    dead: dict[str, Any] = obj["dead"] if isinstance(obj.get("dead"), dict) else {}
     return Receipt(obj["push"], str(obj.get("worker", "")), list(from_runs(obj.get("accepted"))),
                    {str(reason)[:64]: list(from_runs(runs)) for reason, runs in dead.items()})
 

@@ -42,10 +42,11 @@ UNKNOWN_DATE = "__HIVE_DEFAULT_PARTITION__"
 def release_date(manifest: dict[str, Any]) -> str:
     """The release's partition date: as its manifest signs it (``files.partition``), else (older manifests)
     its window's start day (UTC: the first day of its events), else its first event's day."""
-    files = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
-    signed = (files.get("partition") or {}).get(PARTITION_KEY) if isinstance(files.get("partition"), dict) else None
-    window = manifest.get("window") if isinstance(manifest.get("window"), dict) else {}
-    event_time = manifest.get("event_time") if isinstance(manifest.get("event_time"), dict) else {}
+    def part(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    signed = part(part(manifest.get("files")).get("partition")).get(PARTITION_KEY)
+    window, event_time = part(manifest.get("window")), part(manifest.get("event_time"))
     for value in (signed, window.get("start"), event_time.get("first")):
         if isinstance(value, str) and len(value) >= 10 and value[4] == "-" and value[7] == "-" \
                 and value[:4].isdigit() and value[5:7].isdigit() and value[8:10].isdigit():
