@@ -57,6 +57,10 @@ class BandsParams(EngineParams):
                                      "covering its values (bands on the hierarchy's grid, dates on day / month / "
                                      "year, categories on the tree), so released labels never overlap and counts "
                                      "add up; free: each class's own range or set (less loss, overlapping labels)")
+    nesting_fallback: bool = Field(default=True,
+                                   description="with nested bands, release as free ranges / sets each QI whose "
+                                               "nested loss exceeds 1.25x the engine's free loss, or say why not "
+                                               "(diagnostics nesting_fallback); false: every QI nested, no check")
 
 
 @dataclass(frozen=True, eq=False)

@@ -43,6 +43,8 @@ def warm_params(params: EngineParams) -> EngineParams:
                 update[name] = cap
     if "time_limit" in type(params).model_fields:
         update["time_limit"] = 0
+    if "nesting_fallback" in type(params).model_fields:  # the same kernels; no report (or warning) on a sample
+        update["nesting_fallback"] = False
     return params.model_copy(update=update)
 
 

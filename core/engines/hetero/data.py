@@ -150,7 +150,7 @@ def _assemble(n: int, xn: np.ndarray, codes: list[np.ndarray], num_names: list[s
     )
 
 
-def nested_data(batch: EncodedBatch) -> HeteroData:
+def nested_data(batch: EncodedBatch, free: frozenset[str] = frozenset()) -> HeteroData:
     """The search's view of the batch for ``bands = "nested"``: the loss of a group approximates the
     cost of the hierarchy nodes its labels will be, so the kernels keep groups inside nodes.
 
@@ -159,7 +159,11 @@ def nested_data(batch: EncodedBatch) -> HeteroData:
     to ``l + 1`` (so a group whose lowest common node is at level L pays about that node's cost).
     Ordered QIs keep their value (range over the hierarchy's domain) instead of the leaf level,
     which spreads the cost of a group within its band. Used only to choose groups: the released
-    labels and losses are the nodes' (:mod:`core.hierarchies.nodes`)."""
+    labels and losses are the nodes' (:mod:`core.hierarchies.nodes`).
+
+    QIs named in ``free`` (the per-QI fallback, :mod:`core.engines.hetero.fallback`) are released as
+    free ranges / sets, so the search sees their free loss: an ordered QI only its value, a nominal
+    one its leaf with 1 / (leaves - 1) per extra distinct value."""
     num_cols, low, high, num_names, num_kinds = [], [], [], [], []
     codes, values, weights, names = [], [], [], []
     for q in batch.qis:
@@ -171,6 +175,13 @@ def nested_data(batch: EncodedBatch) -> HeteroData:
             num_names.append(q.name)
             num_kinds.append(q.kind)
             first = 1
+        if q.name in free:
+            if not first:
+                codes.append(q.at(0).astype(np.int64))
+                values.append(np.arange(q.n_codes(0)).astype(str).astype(object))
+                weights.append(1.0 / max(q.n_leaves - 1, 1))
+                names.append(q.name)
+            continue
         rows_at = [q.at(lvl) for lvl in range(q.height + 1)]
         mean_cost = [float(q.cost[lvl][rows_at[lvl]].mean()) if batch.n else 0.0 for lvl in range(q.height + 1)]
         for lvl in range(first, q.height):

@@ -57,6 +57,7 @@ from core.engines.base import BandsParams, Engine, Progress, Release, no_progres
 from core.engines.hetero.assign_search import AssignSearch
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data, nested_data
+from core.engines.hetero.fallback import nested_with_fallback
 from core.engines.hetero.graph import candidates, regular_from_clusters
 from core.engines.hetero.kmember import kmember_cls
 from core.engines.hetero.lgreedy import lgreedy_cls
@@ -134,8 +135,17 @@ class ILSEngine(Engine[ILSParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
+        if params.bands == "free" or not params.nesting_fallback:
+            return self._run(batch, params, frozenset(), rng, started, progress)
+        return nested_with_fallback(self.name, batch, params, rng,
+                                    lambda p, free, r: self._run(batch, p, free, r, started, progress), started,
+                                    one_at_a_time=False)
+
+    def _run(self, batch: EncodedBatch, params: ILSParams, free_qis: frozenset[str], rng: np.random.Generator,
+             started: float, progress: Progress) -> Release:
+        """One search and its release; with nested bands the QIs of ``free_qis`` are released free."""
         data = hetero_data(batch, sets=params.bands == "free")
-        sdata = nested_data(batch) if params.bands == "nested" else data  # what the search minimises
+        sdata = nested_data(batch, free_qis) if params.bands == "nested" else data  # what the search minimises
         cls = start_clusters(batch, sdata, params, rng)
         if np.bincount(np.unique(cls, return_inverse=True)[1]).min() < params.k:
             raise InfeasibleError(f"start solution '{params.start}' has a class smaller than k={params.k}")
@@ -194,4 +204,4 @@ class ILSEngine(Engine[ILSParams]):
                          "construction_time_s": round(ac.construct_s, 4), "assign_passes": ac.passes,
                          "assign_blocks": ac.blocks, "assign_stalled": ac.stalled,
                          "assign_objective": assign.objective(), "assign_time_s": round(t_assign, 4)})
-        return heterogeneous_release(self.name, batch, data, result, params, started, diag)
+        return heterogeneous_release(self.name, batch, data, result, params, started, diag, free_qis)

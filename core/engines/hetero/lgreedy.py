@@ -32,6 +32,7 @@ from core.encoding import EncodedBatch
 from core.engines.base import BandsParams, Engine, Progress, Release, no_progress
 from core.engines.hetero.common import check_k_only
 from core.engines.hetero.data import HeteroData, hetero_data, nested_data
+from core.engines.hetero.fallback import nested_with_fallback
 from core.engines.hetero.graph import regular_from_clusters
 from core.engines.hetero.greedy import lgreedy_clusters
 from core.engines.hetero.release import homogeneous_release
@@ -66,10 +67,21 @@ class LGreedyEngine(Engine[LGreedyParams]):
                   progress: Progress = no_progress) -> Release:
         started = time.perf_counter()
         check_k_only(self, batch, params)
-        data = hetero_data(batch, sets=params.bands == "free")
-        cls = lgreedy_cls(nested_data(batch) if params.bands == "nested" else data, params.k, params.window)
-        elapsed = time.perf_counter() - started
+        if params.bands == "free" or not params.nesting_fallback:
+            release = self._run(batch, params, frozenset(), rng, started)
+        else:
+            release = nested_with_fallback(self.name, batch, params, rng,
+                                           lambda p, free, r: self._run(batch, p, free, r, started), started)
         progress(1.0, "clustered")
+        return release
+
+    def _run(self, batch: EncodedBatch, params: LGreedyParams, free_qis: frozenset[str], rng: np.random.Generator,
+             started: float) -> Release:
+        """One clustering and its release; with nested bands the QIs of ``free_qis`` are released free."""
+        data = hetero_data(batch, sets=params.bands == "free")
+        cls = lgreedy_cls(nested_data(batch, free_qis) if params.bands == "nested" else data, params.k,
+                          params.window)
+        elapsed = time.perf_counter() - started
         matches = regular_from_clusters(cls, params.k, rng)
         return homogeneous_release(self.name, batch, data, cls, matches, params, started,
-                                   {"cluster_time_s": round(elapsed, 4)})
+                                   {"cluster_time_s": round(elapsed, 4)}, free_qis)

@@ -9,12 +9,14 @@ Label conventions (parsed back by :mod:`core.verify.kregular`):
 
 These are the ``bands = "free"`` labels. With ``bands = "nested"`` (the default) every QI of a
 cluster (or of a row's matches) is labelled with the lowest node of its hierarchy covering the
-values (:mod:`core.hierarchies.nodes`), and its loss is the node's cost.
+values (:mod:`core.hierarchies.nodes`), and its loss is the node's cost, except the QIs the per-QI
+fallback releases free (:mod:`core.engines.hetero.fallback`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -108,6 +110,19 @@ def _schema_order(batch: EncodedBatch, data: HeteroData, cost: np.ndarray) -> np
     return cost[:, idx]
 
 
+def _with_free(batch: EncodedBatch, nested: tuple[dict[str, np.ndarray], np.ndarray],
+               free: Callable[[], tuple[dict[str, np.ndarray], np.ndarray]],
+               free_qis: frozenset[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Nested labels and costs, with the QIs of ``free_qis`` (the per-QI fallback) taken from ``free``."""
+    labels, cost = nested
+    if free_qis:
+        free_labels, free_cost = free()
+        for a, name in enumerate(batch.schema.qi_names):
+            if name in free_qis:
+                labels[name], cost[:, a] = free_labels[name], free_cost[:, a]
+    return labels, cost
+
+
 def _rows(batch: EncodedBatch, labels: dict[str, np.ndarray]) -> pd.DataFrame:
     rows = batch.frame.copy()
     for name, lab in labels.items():
@@ -116,12 +131,14 @@ def _rows(batch: EncodedBatch, labels: dict[str, np.ndarray]) -> pd.DataFrame:
 
 
 def homogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, cls: np.ndarray, matches: np.ndarray,
-                        params: EngineParams, started: float, diagnostics: dict[str, Any]) -> Release:
-    """Release of a clustering; ``matches`` is a k-regular subgraph of it (for the verifier)."""
-    if _nested(params):
-        labels, cost = nested_cluster(batch, cls)
-    else:
-        labels, cost = cluster_labels(data, cls), _schema_order(batch, data, cluster_ncp_matrix(data, cls))
+                        params: EngineParams, started: float, diagnostics: dict[str, Any],
+                        free_qis: frozenset[str] = frozenset()) -> Release:
+    """Release of a clustering; ``matches`` is a k-regular subgraph of it (for the verifier). With nested
+    bands, the QIs of ``free_qis`` are labelled with free ranges / sets."""
+    def free() -> tuple[dict[str, np.ndarray], np.ndarray]:
+        return cluster_labels(data, cls), _schema_order(batch, data, cluster_ncp_matrix(data, cls))
+
+    labels, cost = _with_free(batch, nested_cluster(batch, cls), free, free_qis) if _nested(params) else free()
     sens = batch.sensitive_codes
     metrics = summarize(cost, batch.weights, cls, 0, params.k, batch.schema.qi_names,
                         None if batch.severity is None or sens is None else batch.severity[sens])
@@ -136,12 +153,14 @@ def homogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, cls:
 
 
 def heterogeneous_release(engine: str, batch: EncodedBatch, data: HeteroData, matches: np.ndarray,
-                          params: EngineParams, started: float, diagnostics: dict[str, Any]) -> Release:
-    """Release of a k-regular matching: row i generalizes exactly the original rows ``matches[i]``."""
-    if _nested(params):
-        labels, cost = nested_matching(batch, matches)
-    else:
-        labels, cost = matching_labels(data, matches), _schema_order(batch, data, ncp_matrix(data, matches))
+                          params: EngineParams, started: float, diagnostics: dict[str, Any],
+                          free_qis: frozenset[str] = frozenset()) -> Release:
+    """Release of a k-regular matching: row i generalizes exactly the original rows ``matches[i]``. With
+    nested bands, the QIs of ``free_qis`` are labelled with free ranges / sets."""
+    def free() -> tuple[dict[str, np.ndarray], np.ndarray]:
+        return matching_labels(data, matches), _schema_order(batch, data, ncp_matrix(data, matches))
+
+    labels, cost = _with_free(batch, nested_matching(batch, matches), free, free_qis) if _nested(params) else free()
     metrics = {
         "gcp": gcp(cost), "sil": matching_sil(data, matches),
         "loss_metric": loss_metric(cost, batch.weights),
