@@ -25,6 +25,9 @@ the top class. The engine then keeps k_min and distinct l_min as constraints, mi
 the cap grow to the largest class of Mondrian's partition (at most ``degraded_cap_factor`` * k_min)
 and also segments Mondrian's class order (``diagnostics["degraded"]``; docs/engines/cg-diverse.md).
 
+NESTING (issue 39): a nested release is compared per QI with the free release of the same rows and
+seed; ``diagnostics["nesting_fallback"]`` names each QI above 1.25x its free loss and why (kept nested).
+
 ``ase_rule=True`` adds the paper's per-class test (eq. 10): a class also needs at least
 min(ceil(ASe), floor(l_target)) distinct offences, ASe being its average severity.
 """
@@ -38,6 +41,7 @@ from core.engines.base import Engine, Progress, Release, no_progress
 from core.engines.cg.params import CGDiverseParams
 from core.engines.cg.runner import anonymize_cg
 from core.engines.cg.state import DIVERSE
+from core.engines.nesting import with_nesting_report
 
 
 class CGDiverseEngine(Engine[CGDiverseParams]):
@@ -50,4 +54,5 @@ class CGDiverseEngine(Engine[CGDiverseParams]):
 
     def anonymize(self, batch: EncodedBatch, params: CGDiverseParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
-        return anonymize_cg(self, DIVERSE, batch, params, rng, progress)
+        return with_nesting_report(self.name, batch, params, rng,  # each QI over 1.25x: where, why (issue 39)
+                                   lambda p, r, prog: anonymize_cg(self, DIVERSE, batch, p, r, prog), progress)

@@ -20,6 +20,9 @@ OBJECTIVE: fitness = 1 / max(SP_norm, LM) (eq. 7), minimised as max(SP_norm, LM)
 Severe offences gain most from large classes (their S_d / |e_d| falls fastest), so the search puts
 them into larger classes. The search is anytime (see :mod:`core.engines.cg.search`): a valid
 release exists from the first milliseconds, the loss curve is in ``diagnostics["loss_curve"]``.
+
+NESTING (issue 39): a nested release is compared per QI with the free release of the same rows and
+seed; ``diagnostics["nesting_fallback"]`` names each QI above 1.25x its free loss and why (kept nested).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from core.engines.base import Engine, Progress, Release, no_progress
 from core.engines.cg.params import CGKanonParams
 from core.engines.cg.runner import anonymize_cg
 from core.engines.cg.state import KANON
+from core.engines.nesting import with_nesting_report
 
 
 class CGKanonEngine(Engine[CGKanonParams]):
@@ -43,4 +47,5 @@ class CGKanonEngine(Engine[CGKanonParams]):
 
     def anonymize(self, batch: EncodedBatch, params: CGKanonParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:
-        return anonymize_cg(self, KANON, batch, params, rng, progress)
+        return with_nesting_report(self.name, batch, params, rng,  # each QI over 1.25x: where, why (issue 39)
+                                   lambda p, r, prog: anonymize_cg(self, KANON, batch, p, r, prog), progress)

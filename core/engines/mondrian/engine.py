@@ -7,7 +7,9 @@ among those whose split keeps both halves valid (strict partitioning: no value o
 a partition that cannot be split is released as one class. With ``bands = "nested"`` (the
 default) cuts fall between hierarchy nodes instead, and a rare tail that no cut between children can
 separate is peeled off with about k neighbours (:mod:`core.engines.mondrian.nested`; the diagnostics'
-``peeled_cuts`` counts those cuts per QI).
+``peeled_cuts`` counts those cuts per QI). A nested release is compared per QI with the free one
+(:func:`core.engines.nesting.nesting_report`): a numeric QI above 1.25x its free loss is released as
+each class's range instead, and ``nesting_fallback`` says where and why.
 
 Categorical QIs are split on the order of their hierarchy's leaves (siblings are adjacent, so
 halves stay close to subtrees). Released labels (``bands = "nested"``, the default): every QI as
@@ -37,6 +39,7 @@ from core.engines.base import (
     require_sensitive,
 )
 from core.engines.mondrian.nested import nested_split, node_ranks
+from core.engines.nesting import nesting_report
 from core.errors import InfeasibleError
 from core.hierarchies.base import EncodedQI
 from core.hierarchies.intervals import range_label
@@ -73,7 +76,15 @@ class MondrianEngine(Engine[BandsParams]):
         peeled = [0] * batch.d
         parts = mondrian_parts(batch, params.requirement(), progress, nested=params.bands == "nested",
                                peeled=peeled)
-        return self._release(batch, params, parts, started, peeled)
+        release = self._release(batch, params, parts, started, peeled)
+        if params.bands == "free" or not params.nesting_fallback:
+            return release
+        free_params = params.model_copy(update={"bands": "free"})  # the reference: Mondrian's free release
+        free = self._release(batch, free_params, mondrian_parts(batch, params.requirement()), started, peeled)
+        kinds = {q.name: q.kind for q in batch.qis}
+        return nesting_report(self.name, batch, release, free,
+                              lambda qis: self._release(batch, params, parts, started, peeled, qis),
+                              lambda q: kinds[q] == "numeric")
 
     @staticmethod
     def _split(rows: np.ndarray, sub: np.ndarray, span: np.ndarray, valid: Callable[[np.ndarray], bool],
@@ -95,7 +106,8 @@ class MondrianEngine(Engine[BandsParams]):
         return False
 
     def _release(self, batch: EncodedBatch, params: BandsParams, parts: list[np.ndarray],
-                 started: float, peeled: list[int]) -> Release:
+                 started: float, peeled: list[int], free_qis: frozenset[str] = frozenset()) -> Release:
+        """The release of ``parts``; numeric QIs of ``free_qis`` get free ranges even with nested bands."""
         cls = np.empty(batch.n, dtype=np.int64)
         for i, rows in enumerate(parts):
             cls[rows] = i
@@ -105,7 +117,7 @@ class MondrianEngine(Engine[BandsParams]):
             labels = np.empty(batch.n, dtype=object)
             for rows in parts:
                 leaves = q.codes[rows]
-                if q.kind == "numeric" and params.bands == "free":
+                if q.kind == "numeric" and (params.bands == "free" or q.name in free_qis):
                     assert q.leaf_values is not None  # numeric QIs are ordered
                     vals = q.leaf_values[leaves]
                     lo, hi = float(vals.min()), float(vals.max())
