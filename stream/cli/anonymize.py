@@ -71,6 +71,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
 
     from core.columns import build_codebook, typed_columns
     from core.encoding import encode
+    from core.engines.nesting import utility_with_nesting
     from core.engines.registry import get_engine, make_params
     from core.engines.warmup import warm_up
     from core.errors import ParamsError
@@ -122,7 +123,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     dates, span = batch_event_dates(schema, frame, release)  # each class's event days, never a made-up date
     table = typed_columns(release.rows, schema, dates)
     release = dataclasses.replace(release, rows=table)  # the typed table holds the labels: drop the first copy
-    utility = utility_report(schema, frame, table)  # the data owner's file: the full figures
+    utility = utility_with_nesting(utility_report(schema, frame, table), release)  # the data owner's full figures
     del frame  # the input is not needed any more
     codebook = build_codebook(schema, table, suppressed=len(release.suppressed), with_class_id=False,
                               context=list(dates), utility=utility_paragraph(utility))
