@@ -17,6 +17,9 @@ days, (values covered - 1) / (values - 1) for categories (a set's members or a n
 ``*`` and for suppressed rows; averaged over rows and QIs (GCP). Ratio = nested / free; the target is
 at most 1.25. Where a pair misses it, the report names the QI whose nested labels lose most over its
 free ones (where), with the rows labelled ``*`` on it both ways and Mondrian's peeled cuts (why).
+"fallback" lists the engine's own per-QI report (``diagnostics["nesting_fallback"]``, issue 39): each QI
+whose nested loss went over 1.25x its free loss, with that ratio, released as free ranges / sets unless
+marked "kept nested" (categorical QIs of Mondrian and the CG engines, whose free labels are nodes too).
 
     .venv/bin/python bench/nesting_cost.py [--rows 2000 | --full] [--tables adult,nypd] [--engines mondrian]
 
@@ -40,9 +43,10 @@ from bench._common import print_table, write_results
 from bench.nesting_tables import TABLES
 from core.encoding import EncodedBatch, Schema, encode
 from core.engines.base import Release
+from core.engines.nesting import label_qi_loss
 from core.engines.registry import get_engine, make_params
 from core.hierarchies import TOP
-from core.hierarchies.intervals import parse_interval, split_interval
+from core.hierarchies.intervals import parse_interval
 from core.verify import verify_release
 
 ENGINES = ["mondrian", "cg-kanon", "cg-diverse", "kmember", "lgreedy", "ils", "local-recode"]
@@ -50,51 +54,9 @@ TARGET = 1.25
 DEFAULT_ROWS = 2000
 
 
-def _days(text: str) -> float:
-    return float(pd.Timestamp(text).value / 86400e9)
-
-
-def _ordered_width(label: str, kind: str) -> float:
-    """Width of an ordered label (numbers, or days for dates): hi - lo of its interval."""
-    if kind == "date":
-        parts = split_interval(label)
-        if parts is not None:
-            return _days(parts[1]) - _days(parts[0]) + (0 if parts[2] else -1)
-        if len(label) == 10:
-            return 0.0
-        start = pd.Timestamp(label + ("-01-01" if len(label) == 4 else "-01"))
-        end = start + (pd.DateOffset(years=1) if len(label) == 4 else pd.DateOffset(months=1))
-        return (end - start).days - 1.0
-    parsed = parse_interval(label)
-    assert parsed is not None, label
-    return parsed[1] - parsed[0]
-
-
 def qi_loss(batch: EncodedBatch, rel: Release) -> dict[str, float]:
     """Per QI, the mean over rows (suppressed rows cost 1) of the share of its domain each label covers."""
-    n = len(rel.rows) + len(rel.suppressed)
-    out = {}
-    for q in batch.qis:
-        counts = rel.rows[q.name].astype(str).value_counts()
-        if q.kind in ("numeric", "date") and q.domain is not None:
-            span = max(q.domain[1] - q.domain[0], 1e-12)
-            cost = {lab: 1.0 if lab == TOP else min(_ordered_width(lab, q.kind) / span, 1.0) for lab in counts.index}
-        else:
-            under: dict[str, int] = {}
-            for lvl in range(q.height + 1):
-                for lab, u in zip(q.labels[lvl], q.leaves_under[lvl], strict=True):
-                    under[str(lab)] = min(under.get(str(lab), q.n_leaves), int(u))
-            den = max(q.n_leaves - 1, 1)
-
-            def members(lab: str, under: dict[str, int] = under) -> int:
-                if lab.startswith("{") and lab.endswith("}"):
-                    return len(lab[1:-1].split(","))
-                return under.get(lab, 1)
-
-            cost = {lab: 1.0 if lab == TOP else (members(lab) - 1) / den for lab in counts.index}
-        total = len(rel.suppressed) + float(sum(cost[lab] * c for lab, c in counts.items()))
-        out[q.name] = total / n if n else 0.0
-    return out
+    return label_qi_loss(batch, rel.rows, len(rel.suppressed))
 
 
 def label_loss(batch: EncodedBatch, rel: Release) -> float:
@@ -138,6 +100,7 @@ def run(engine: str, bands: str | None, frame: pd.DataFrame, schema: Schema) -> 
             "engine_loss": round(float(rel.metrics["loss_metric"]), 5),
             "overlaps": {q: overlapping_pairs(rel.rows[q]) for q in schema.qi_names},
             "peeled_cuts": rel.diagnostics.get("peeled_cuts"),
+            "nesting_fallback": rel.diagnostics.get("nesting_fallback"),
             "suppressed": len(rel.suppressed), "cpu_s": round(cpu, 2),
             "verified": verify_release(frame, rel, schema).ok}
 
@@ -162,11 +125,19 @@ def compare(name: str, frame: pd.DataFrame, schema: Schema, engine: str) -> dict
             "why": why(free, nested) if free and ratio is not None and ratio > TARGET else None}
 
 
+def _fallback(nested: dict[str, Any]) -> str:
+    """The QIs the engine released free (its per-QI fallback), each with its nested / free loss ratio."""
+    fb = nested.get("nesting_fallback") or {}
+    return ", ".join((f"{q} {e['ratio']}x" if e["ratio"] is not None else f"{q} (free loss 0)")
+                     + (" kept nested" if e.get("released_as") == "nested" else "") for q, e in fb.items()) or "-"
+
+
 def row(r: dict[str, Any]) -> dict[str, Any]:
     free, nested, ratio = r["free"], r["nested"], r["ratio"]
     return {"data": r["data"], "rows": r["rows"], "engine": r["engine"], "free loss": free and free["label_loss"],
             "nested loss": nested["label_loss"], "ratio": ratio and round(ratio, 3),
-            "<= 1.25": r["within_target"], "verified": nested["verified"] and (free is None or free["verified"]),
+            "<= 1.25": r["within_target"], "fallback": _fallback(nested),
+            "verified": nested["verified"] and (free is None or free["verified"]),
             "cpu s free/nested": f"{free and free['cpu_s']}/{nested['cpu_s']}",
             "where and why (ratio > 1.25)": r["why"]}
 
