@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
+from core.engines.nesting import utility_with_nesting
 from stream.config.settings import Settings
 from stream.wire.contracts import FILES_ALG, Manifest, ReleaseFiles, content_sha256
 from stream.wire.records import clean_json
@@ -114,7 +115,8 @@ def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], s
         "records": records, "columns": columns, "checksum": checksum,
         "diagnostics": public_diagnostics(release.diagnostics),
         "codebook": codebook,  # core.columns.codebook: spec version, column meanings, level shares
-        "utility": utility,  # core.metrics.utility, public=True: what anonymization cost, per QI level
+        # core.metrics.utility, public=True: what anonymization cost, per QI level; QIs not nested (issue 39)
+        "utility": utility if utility is None else utility_with_nesting(utility, release),
         **extra,  # differentially private counts and their budget (stream.worker.dpcounts)
     })
     body["files"] = release_files(rid, body["window"], body["codebook"], body.get("dp"))

@@ -30,7 +30,6 @@ import pandas as pd
 
 from core.columns import build_codebook, day_span, event_date_spans, event_days, release_columns, typed_columns
 from core.encoding import Schema, encode
-from core.engines.nesting import utility_with_nesting
 from core.engines.registry import get_engine
 from core.engines.warmup import warm_up
 from core.errors import AnonymizationError, InfeasibleError
@@ -277,7 +276,6 @@ class Orchestrator:
         metrics = clean_json(release.metrics)
         loss = metrics.get("gcp", metrics.get("loss_metric"))
         utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
-        utility = utility_with_nesting(utility, release)  # QIs released as free ranges, or why not (issue 39)
         manifest = build_manifest(
             rid, window, day_span(days), stations, release, seed, self.settings, deployment=self.deployment,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
