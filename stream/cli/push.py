@@ -95,7 +95,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.cli._paths import check_paths
     from stream.io.dupes import repeated_ids
     from stream.io.rejects import Hints, RejectsWriter
-    from stream.io.rows import csv_header, iter_rows
+    from stream.io.rows import csv_header, rows_for_spec
     from stream.io.specs import load_schema
     from stream.io.text import BINARY_SUFFIXES, text_encoding
     from stream.ops.locate import check_broker
@@ -126,7 +126,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         args.station = station_id(args.station)
 
     def counted() -> Any:
-        for item in iter_rows(args.input, encoding=spec.input.encoding):
+        for item in rows_for_spec(args.input, spec.input):
             seen[0] += 1
             given = item[1].get(station_col)
             if given is not None and len(spellings) < MAX_SPELLINGS:
@@ -143,7 +143,8 @@ def cmd_push(args: argparse.Namespace) -> int:
         from core.errors import InputDataError
 
         raise InputDataError(f"input is empty: {args.input} has no rows", reason="empty-input")
-    header = csv_header(args.input, encoding=spec.input.encoding)[0] if Path(args.input).suffix not in {
+    fmt = spec.input
+    header = csv_header(args.input, fmt.separator, fmt.encoding, fmt.columns)[0] if Path(args.input).suffix not in {
         ".jsonl", ".ndjson", ".parquet", ".pq"} else None
     sink = RejectsWriter(args.rejects, header, Hints(schema), codec) if args.rejects else None
     check_broker(settings)  # after the input: a bad file is an input error (2) even with the broker down
@@ -159,7 +160,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     ledger = LedgerPreview.open(settings)
     producer = BatchProducer(make_producer(settings.bootstrap_servers(), **PUSH_TIMEOUTS), topic)
     try:
-        result = push_reports(iter_rows(args.input, encoding=spec.input.encoding), schema, producer, topic,
+        result = push_reports(rows_for_spec(args.input, spec.input), schema, producer, topic,
                               args.station, progress=_progress(f"push {Path(args.input).name}"),
                               total=total, rejects=sink, keep=max(args.show, 0), repeated=repeated, inspect=ledger,
                               push_id=push_id)

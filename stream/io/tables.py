@@ -1,5 +1,7 @@
 """Read input tables (CSV, JSON lines, Parquet) into DataFrames of strings, with clear errors.
 
+The rows are read by :func:`stream.io.rows.iter_rows`, the one reader ``push`` uses as well.
+
 :func:`read_for_spec` applies the input contract of core/contract.py to a whole file, the same
 rules the stream applies per report: missing values by the spec's ``on_missing`` policy (the
 number of dropped rows is kept in ``frame.attrs["dropped_missing"]``), dates by their declared
@@ -21,6 +23,7 @@ from core.encoding import Schema
 from core.errors import InputDataError, preview
 from core.hierarchies import DateHierarchy
 from core.schema import DatasetSpec
+from stream.io.rows import JSON_SUFFIXES, csv_cells, is_reject_column, iter_rows
 from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, text_encoding
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,9 @@ _WORDING = {"ambiguous-date": "ambiguous dates (day and month could be swapped; 
 def line_numbers(frame: pd.DataFrame, positions: object) -> list[int]:
     """File line numbers (header counted) of the given row positions of a frame from :func:`read_table`
     (its index holds the row's position in the file, kept when rows are dropped)."""
+    lines = frame.attrs.get("lines")
+    if lines is not None:
+        return [int(lines[int(frame.index[p])]) for p in positions]  # type: ignore[attr-defined]
     first = int(frame.attrs.get("first_line", 2))
     return [first + int(frame.index[p]) for p in positions]  # type: ignore[attr-defined]
 
@@ -92,66 +98,51 @@ def check_values(df: pd.DataFrame, schema: Schema) -> None:
                                      f"({len(hit)} in all; line {where})", reason=reason)
 
 
-def _json_lines(p: Path, codec: str) -> list[dict[str, object]]:
-    """The objects of a JSON-lines file; a line that is not a JSON object stops the read, naming it."""
-    from stream.io.rows import jsonl_rows
-
-    records = [obj for _line, obj in jsonl_rows(p, codec)]
-    if not records:
-        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
-    return records
-
-
-def _as_text(df: pd.DataFrame) -> pd.DataFrame:
-    """Every value as a string, keeping missing values (None/NaN) missing."""
-    return df.apply(lambda col: col.map(lambda v: v if v is None or v is pd.NA or (isinstance(v, float) and v != v)
-                                        else (v.isoformat() if hasattr(v, "isoformat") else str(v))))
-
-
-def read_parquet(p: Path) -> pd.DataFrame:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:  # pragma: no cover - pyarrow is a dependency
-        raise InputDataError("reading Parquet needs pyarrow (pip install pyarrow)", reason="invalid-input") from None
-    try:
-        return pq.read_table(p).to_pandas()
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
-        raise InputDataError(f"{p}: not a readable Parquet file ({str(exc)[:80]})", reason="invalid-input") from None
+def _text(v: object) -> object:
+    """A value as a string, a missing one (None, NaN) as None: timestamps in ISO-8601, the rest by str()."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    if isinstance(v, str):
+        return v
+    return v.isoformat() if hasattr(v, "isoformat") else str(v)
 
 
 def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...] | None = None,
                encoding: str | None = None) -> pd.DataFrame:
     """Read a CSV (separator sniffed: ``,`` or ``;``), ``.jsonl`` or ``.parquet`` file; all values as strings.
 
-    Text is decoded by ``encoding`` (the spec's ``[input] encoding``) or the detected one
-    (stream/io/text.py); a folder, a binary file or bytes the encoding cannot read are one-line errors.
-    ``frame.attrs["first_line"]`` is the file line of the first row (2 after a header row) and
-    ``frame.attrs["encoding"]`` the codec the text was read with (None for Parquet).
+    The rows are those of :func:`stream.io.rows.iter_rows`, the reader ``push`` streams a file with, so
+    batch and stream never read one file two ways (its rules: a column named twice is refused, quoted
+    line breaks, short rows, encodings). Each value is a string (JSON and Parquet values as text,
+    timestamps in ISO-8601), a missing one None. ``frame.attrs["lines"]`` holds each row's file line by
+    position (:func:`line_numbers`) and ``frame.attrs["encoding"]`` the codec the text was read with
+    (None for Parquet); text not in UTF-8 is said on the log.
     """
     p = check_input(path, encoding)
-    if p.suffix.lower() in BINARY_SUFFIXES:
-        df = _as_text(read_parquet(p))
-        if df.empty:
-            raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
-        df.attrs.update(first_line=1, encoding=None)
-        return df
-    codec = text_encoding(p, encoding)
-    try:
-        if p.suffix in {".jsonl", ".ndjson"}:
-            df = _as_text(pd.DataFrame.from_records(_json_lines(p, codec)))
-            df.attrs.update(first_line=1, encoding=codec)
-            return df
-        if sep is None:
-            with p.open(encoding=codec) as fh:
-                head = fh.readline()
-            sep = ";" if head.count(";") > head.count(",") else ","
-        df = pd.read_csv(p, sep=sep, dtype=str, skipinitialspace=True, keep_default_na=False, encoding=codec,
-                         header=None if columns else "infer", names=list(columns) if columns else None)
-    except UnicodeDecodeError:
-        raise decode_error(p, codec, declared=encoding is not None) from None
-    except pd.errors.EmptyDataError:
-        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input") from None
-    if df.empty:
-        raise InputDataError(f"input is empty: {p} has a header but no rows", reason="empty-input")
-    df.attrs.update(first_line=1 if columns else 2, encoding=codec)
+    codec = None if p.suffix.lower() in BINARY_SUFFIXES else text_encoding(p, encoding)
+    if codec is not None and p.suffix.lower() not in JSON_SUFFIXES:
+        header, cells = csv_cells(p, sep, encoding, columns)
+        if not any(is_reject_column(c) for c in header):  # the same rows as iter_rows, without a dict per row
+            try:
+                parsed = list(cells)
+            except UnicodeDecodeError:
+                raise decode_error(p, codec, declared=encoding is not None) from None
+            return _frame(p, header, [line for line, _ in parsed], list(zip(*(c for _, c in parsed))), codec)
+    names: dict[str, None] = {}  # the columns in order of first appearance (JSON objects may differ)
+    lines: list[int] = []
+    rows: list[dict[str, object]] = []
+    for line, row in iter_rows(p, sep, encoding=encoding, columns=columns):
+        lines.append(line)
+        rows.append(row)
+        names.update(dict.fromkeys(row))
+    cols = list(names)
+    return _frame(p, cols, lines, [[_text(r.get(c)) for r in rows] for c in cols], codec)
+
+
+def _frame(p: Path, cols: list[str], lines: list[int], values: list, codec: str | None) -> pd.DataFrame:
+    """The frame of :func:`read_table`: ``values`` holds one sequence per column."""
+    if not lines:
+        raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
+    df = pd.DataFrame({c: np.asarray(v, dtype=object) for c, v in zip(cols, values)}, columns=cols)
+    df.attrs.update(lines=np.asarray(lines, dtype=np.int64), first_line=lines[0], encoding=codec)
     return df

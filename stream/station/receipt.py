@@ -182,7 +182,7 @@ def found_in_ledger(ledger: Any, path: str, schema: Any, station: str | None, li
     that died before push read them. Needs the ledger and its key, as :class:`LedgerPreview` has them
     (the worker's machine); reads the file once more, in bounded memory (``lines``: each number's line)."""
     from stream.intake.validate import Clean, ReportValidator, to_incoming
-    from stream.io.rows import iter_rows
+    from stream.io.rows import rows_for_spec
     from stream.station.producer import as_sent
 
     wanted = np.zeros(len(lines), dtype=bool)
@@ -191,7 +191,7 @@ def found_in_ledger(ledger: Any, path: str, schema: Any, station: str | None, li
     found: list[int] = []
     batch: dict[str, tuple[str, int]] = {}  # fingerprint -> (content hash, number)
     k = 0
-    for line, raw in iter_rows(path, encoding=schema.spec.input.encoding):
+    for line, raw in rows_for_spec(path, schema.spec.input):
         while k < len(lines) and lines[k] < line:
             k += 1
         if k == len(lines):
