@@ -9,6 +9,8 @@ over when fewer than ``k`` remain join the cluster whose total information loss
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
@@ -69,20 +71,19 @@ def _alloc(n, k, xn, xc, offs):
 
 
 @njit(cache=True)
-def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, first, lo, hi, present, ndist, size):  # pragma: no cover
-    """Greedy k-member clustering (Byun et al. 2007); returns the cluster id per record.
+def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, rem, cls, st, lo, hi, present, ndist, size,
+                   todo):  # pragma: no cover
+    """Greedy k-member clustering (Byun et al. 2007): up to ``todo`` more clusters, resumable.
 
+    ``st`` holds (records left, last record used, clusters made) and ``rem`` the records left in its
+    first ``st[0]`` places, so calls in a row do exactly what one call over every cluster would.
     The seed of each cluster is the remaining record furthest from the last record used (the first
     time: from the random record ``first``); the distance of two records is the NCP sum of the
     pair. Then k - 1 times the remaining record with the least NCP(cluster + record) is added.
     """
-    n = xn.shape[0]
-    rem = np.arange(n)
-    nrem = n
-    cls = np.full(n, -1, dtype=np.int64)
-    r = first
-    ncl = 0
-    while nrem >= k:
+    nrem, r, ncl = st[0], st[1], st[2]
+    made = 0
+    while nrem >= k and made < todo:
         far, far_d, far_t = -1, -1.0, -1
         for t in range(nrem):
             x = rem[t]
@@ -112,26 +113,25 @@ def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, first, lo, hi, present, 
             cls[r] = ncl
         size[ncl] = k
         ncl += 1
-    _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
-    return cls
+        made += 1
+    st[0], st[1], st[2] = nrem, r, ncl
 
 
 @njit(cache=True)
 def lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window,  # pragma: no cover
-                   lo, hi, present, ndist, size):
-    """Sorting-based greedy clustering (l-greedy, after Liang & Samavi 2020).
+                   cls, st, lo, hi, present, ndist, size, todo):
+    """Sorting-based greedy clustering (l-greedy, after Liang & Samavi 2020): up to ``todo`` more
+    clusters, resumable (``st`` holds records left, scan pointer, clusters made).
 
     Records are visited in ``order``; each cluster is seeded by the first unassigned record and
     completed k - 1 times by the unassigned record (among the next ``window`` unassigned ones in
     ``order``; 0 = all of them) with the least NCP(cluster + record), ties to the earliest in order.
     """
     n = xn.shape[0]
-    cls = np.full(n, -1, dtype=np.int64)
-    nrem = n
-    ptr = 0
-    ncl = 0
+    nrem, ptr, ncl = st[0], st[1], st[2]
     limit = window if window > 0 else n
-    while nrem >= k:
+    made = 0
+    while nrem >= k and made < todo:
         while cls[order[ptr]] >= 0:
             ptr += 1
         r = order[ptr]
@@ -155,15 +155,44 @@ def lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window,  # pragma
             nrem -= 1
         size[ncl] = k
         ncl += 1
-    _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
+        made += 1
+    st[0], st[1], st[2] = nrem, ptr, ncl
+
+
+# Record evaluations per kernel call (tens of ms of one core): the Python loop between calls is
+# where a Ctrl-C (KeyboardInterrupt) and the progress line get in. The chunks change nothing else: the
+# clusters are the ones a single call over all records makes, bit for bit.
+CHUNK_EVALS = 1_000_000
+
+
+def _clusters_per_call(left: int, k: int, window: int = 0) -> int:
+    per_cluster = max(1, (min(left, window) if window > 0 else left) * k)
+    return max(1, CHUNK_EVALS // per_cluster)
+
+
+def kmember_clusters(xn, xc, inv_range, cat_den, offs, k: int, first: int,
+                     progress: Callable[[float, str], None] | None = None) -> np.ndarray:
+    n = xn.shape[0]
+    lo, hi, present, ndist, size = _alloc(n, k, xn, xc, offs)
+    rem, cls, st = np.arange(n), np.full(n, -1, dtype=np.int64), np.array([n, first, 0], dtype=np.int64)
+    while st[0] >= k:
+        kmember_kernel(xn, xc, inv_range, cat_den, offs, k, rem, cls, st, lo, hi, present, ndist, size,
+                       _clusters_per_call(int(st[0]), k))
+        if progress is not None:
+            progress(1.0 - st[0] / n, f"{st[2]} clusters")
+    _place_leftovers(cls, int(st[2]), xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
     return cls
 
 
-def kmember_clusters(xn, xc, inv_range, cat_den, offs, k: int, first: int) -> np.ndarray:
-    bufs = _alloc(xn.shape[0], k, xn, xc, offs)
-    return kmember_kernel(xn, xc, inv_range, cat_den, offs, k, first, *bufs)
-
-
-def lgreedy_clusters(xn, xc, inv_range, cat_den, offs, k: int, order: np.ndarray, window: int) -> np.ndarray:
-    bufs = _alloc(xn.shape[0], k, xn, xc, offs)
-    return lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window, *bufs)
+def lgreedy_clusters(xn, xc, inv_range, cat_den, offs, k: int, order: np.ndarray, window: int,
+                     progress: Callable[[float, str], None] | None = None) -> np.ndarray:
+    n = xn.shape[0]
+    lo, hi, present, ndist, size = _alloc(n, k, xn, xc, offs)
+    cls, st = np.full(n, -1, dtype=np.int64), np.array([n, 0, 0], dtype=np.int64)
+    while st[0] >= k:
+        lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window, cls, st, lo, hi, present, ndist, size,
+                       _clusters_per_call(int(st[0]), k, window))
+        if progress is not None:
+            progress(1.0 - st[0] / n, f"{st[2]} clusters")
+    _place_leftovers(cls, int(st[2]), xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs)
+    return cls

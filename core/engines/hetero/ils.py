@@ -103,12 +103,13 @@ class ILSParams(BandsParams):
         return self
 
 
-def start_clusters(batch: EncodedBatch, data: HeteroData, params: ILSParams, rng: np.random.Generator) -> np.ndarray:
+def start_clusters(batch: EncodedBatch, data: HeteroData, params: ILSParams, rng: np.random.Generator,
+                   progress: Progress = no_progress) -> np.ndarray:
     """Cluster id per row of the initial homogeneous solution."""
     if params.start == "kmember":
-        return kmember_cls(data, params.k, rng)
+        return kmember_cls(data, params.k, rng, progress)
     if params.start == "lgreedy":
-        return lgreedy_cls(data, params.k)
+        return lgreedy_cls(data, params.k, progress=progress)
     from core.engines.registry import get_engine, make_params
 
     if params.start == "ils":
@@ -146,7 +147,7 @@ class ILSEngine(Engine[ILSParams]):
         """One search and its release; with nested bands the QIs of ``free_qis`` are released free."""
         data = hetero_data(batch, sets=params.bands == "free")
         sdata = nested_data(batch, free_qis) if params.bands == "nested" else data  # what the search minimises
-        cls = start_clusters(batch, sdata, params, rng)
+        cls = start_clusters(batch, sdata, params, rng, lambda d, msg: progress(0.0, f"start {params.start}: {msg}"))
         if np.bincount(np.unique(cls, return_inverse=True)[1]).min() < params.k:
             raise InfeasibleError(f"start solution '{params.start}' has a class smaller than k={params.k}")
         homogeneous = clustering_objective(sdata, cls, params.objective)

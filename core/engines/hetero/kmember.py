@@ -40,10 +40,10 @@ from core.engines.hetero.greedy import kmember_clusters
 from core.engines.hetero.release import homogeneous_release
 
 
-def kmember_cls(data: HeteroData, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Cluster id per row (clusters of >= k rows)."""
+def kmember_cls(data: HeteroData, k: int, rng: np.random.Generator, progress: Progress = no_progress) -> np.ndarray:
+    """Cluster id per row (clusters of >= k rows); the kernel runs in chunks, ``progress`` called between them."""
     first = int(rng.integers(data.n))
-    return kmember_clusters(data.xn, data.xc, data.inv_range, data.cat_den, data.cat_offsets, k, first)
+    return kmember_clusters(data.xn, data.xc, data.inv_range, data.cat_den, data.cat_offsets, k, first, progress)
 
 
 class KMemberEngine(Engine[BandsParams]):
@@ -58,18 +58,20 @@ class KMemberEngine(Engine[BandsParams]):
         started = time.perf_counter()
         check_k_only(self, batch, params)
         if params.bands == "free" or not params.nesting_fallback:
-            release = self._run(batch, params, frozenset(), rng, started)
+            release = self._run(batch, params, frozenset(), rng, started, progress)
         else:
             release = nested_with_fallback(self.name, batch, params, rng,
-                                           lambda p, free, r: self._run(batch, p, free, r, started), started)
+                                           lambda p, free, r: self._run(batch, p, free, r, started, progress),
+                                           started)
         progress(1.0, "clustered")
         return release
 
     def _run(self, batch: EncodedBatch, params: BandsParams, free_qis: frozenset[str], rng: np.random.Generator,
-             started: float) -> Release:
+             started: float, progress: Progress = no_progress) -> Release:
         """One clustering and its release; with nested bands the QIs of ``free_qis`` are released free."""
         data = hetero_data(batch, sets=params.bands == "free")
-        cls = kmember_cls(nested_data(batch, free_qis) if params.bands == "nested" else data, params.k, rng)
+        cls = kmember_cls(nested_data(batch, free_qis) if params.bands == "nested" else data, params.k, rng,
+                          lambda done, msg: progress(min(done, 0.99), f"clustering: {msg}"))
         elapsed = time.perf_counter() - started
         matches = regular_from_clusters(cls, params.k, rng)
         return homogeneous_release(self.name, batch, data, cls, matches, params, started,

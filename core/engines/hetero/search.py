@@ -207,18 +207,12 @@ def ils_iterations(S, C, cand, n_iter, n_swaps, slack, queue, inq, qlen, rng, lo
 
 
 @njit(cache=True)
-def knn_kernel(xn, xc, wn, wc, jitter, L):  # pragma: no cover
-    """The ``L`` nearest rows of every row under sum_j w_j |x_j - y_j| + sum_j wc_j [x_j != y_j].
-
-    Brute force over all pairs (each pair once), nearest first; ``jitter`` (tiny, random) breaks
-    ties. Rows with fewer than ``L`` others get ``-1`` in the unused slots.
-    """
+def knn_pairs(xn, xc, wn, wc, jitter, best_d, best_j, worst, worst_t, i0, i1):  # pragma: no cover
+    """The pairs (i, j > i) of rows ``i0 <= i < i1`` for :func:`knn_kernel`, resumable: calls over
+    consecutive ranges of ``i`` keep exactly the state one call over all rows would."""
     n = xn.shape[0]
-    best_d = np.full((n, L), np.inf)
-    best_j = np.full((n, L), -1, dtype=np.int64)
-    worst = np.full(n, np.inf)
-    worst_t = np.zeros(n, dtype=np.int64)
-    for i in range(n):
+    L = best_d.shape[1]
+    for i in range(i0, i1):
         for j in range(i + 1, n):
             dist = jitter[i] + jitter[j]
             for a in range(xn.shape[1]):
@@ -235,12 +229,44 @@ def knn_kernel(xn, xc, wn, wc, jitter, L):  # pragma: no cover
                         if best_d[p, t] > w:
                             w, wt = best_d[p, t], t
                     worst[p], worst_t[p] = w, wt
-    for p in range(n):  # nearest first
+
+
+@njit(cache=True)
+def knn_order(best_d, best_j):  # pragma: no cover
+    """Each row's candidates nearest first (the last step of :func:`knn_kernel`)."""
+    L = best_d.shape[1]
+    for p in range(best_d.shape[0]):
         idx = np.argsort(best_d[p])
         row = best_j[p].copy()
         for t in range(L):  # element by element, as in ils_iterations
             best_j[p, t] = row[idx[t]]
     return best_j
+
+
+KNN_CHUNK_PAIRS = 4_000_000  # row pairs per knn_pairs call (tens of ms): a Ctrl-C gets in between calls
+
+
+def knn_kernel(xn, xc, wn, wc, jitter, L):
+    """The ``L`` nearest rows of every row under sum_j w_j |x_j - y_j| + sum_j wc_j [x_j != y_j].
+
+    Brute force over all pairs (each pair once), nearest first; ``jitter`` (tiny, random) breaks
+    ties. Rows with fewer than ``L`` others get ``-1`` in the unused slots. The pairs are visited in
+    chunks of rows (:func:`knn_pairs`), in the order of one pass, so the result is the same.
+    """
+    n = xn.shape[0]
+    best_d = np.full((n, L), np.inf)
+    best_j = np.full((n, L), -1, dtype=np.int64)
+    worst = np.full(n, np.inf)
+    worst_t = np.zeros(n, dtype=np.int64)
+    i = 0
+    while i < n:
+        stop, pairs = i, 0
+        while stop < n and pairs < KNN_CHUNK_PAIRS:
+            pairs += n - 1 - stop
+            stop += 1
+        knn_pairs(xn, xc, wn, wc, jitter, best_d, best_j, worst, worst_t, i, stop)
+        i = stop
+    return knn_order(best_d, best_j)
 
 
 @njit(cache=True)
