@@ -12,7 +12,11 @@
   with fewer reports to release than ``min_release_rows`` is carried, not published;
 * at most ``max_new_windows_per_hour`` windows are created per key and hour: a report that would
   need one more is refused (dead-lettered as ``window-rate``), which bounds the work one station can
-  cause by inventing event times;
+  cause by inventing event times. A catch-up export is the exception: while a push (a batch) of a
+  station that an operator registered before the push began is running, that station's windows are
+  counted against the batch instead, at most ``max_backfill_windows`` since the batch began (ten
+  years of daily windows by default), so a station's real history is accepted in one push; a station
+  registered on first sight, or not at all, and input without batch markers keep the hourly bound;
 * duplicates and corrections are tallied on the key's latest open window, so the manifest of that
   window's release counts them (a window closed without a release passes its tally on to the key's
   next open window); when the key has no open window, they wait on the key's watermark row
@@ -33,8 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from db.models import Watermark, Window
+from db.models import Batch, Station, Watermark, Window
 from db.session import insert_ignore, rowcount
+
+BACKFILL_MAX_S = 86_400
+"""A batch begun longer ago than this opens no more windows as a catch-up (db.batches.BATCH_MAX_S: a batch
+that old holds no window either)."""
 
 
 class WindowPolicy(BaseModel):
@@ -56,6 +64,9 @@ class WindowPolicy(BaseModel):
                                   "ends, however slowly it arrives)")
     max_new_windows_per_hour: int = Field(default=500, ge=1, description="windows a key (station) may open per "
                                           "hour; reports needing more are dead-lettered as window-rate")
+    max_backfill_windows: int = Field(default=3_660, ge=0, description="windows one push (batch) of a station an "
+                                      "operator registered before the push may open, instead of the hourly bound: "
+                                      "a catch-up export of its history (0 = none)")
     min_release_rows: int | None = Field(default=None, ge=1, description="a window with fewer reports to "
                                          "release is carried into the next window of its key, not published "
                                          "(`anonstream windows flush` releases it now); none = 10 x privacy.k")
@@ -88,6 +99,7 @@ class WindowRouter:
         self.current: dict[tuple[str, datetime], Window] = {}
         self.latest_open: dict[str, Window | None] = {}
         self.created: dict[str, int] = {}  # windows of each key created in the last hour (incl. this unit)
+        self.limit: dict[str, int] = {}  # ... or, for a registered station's catch-up push, since it began
 
     def advance(self, key: str, t: datetime) -> None:
         wm = self.watermark(key)
@@ -114,10 +126,25 @@ class WindowRouter:
 
     def _may_create(self, key: str) -> bool:
         if key not in self.created:
-            since = self.now - timedelta(hours=1)
+            began = self._backfill_since(key)
+            self.limit[key] = self.policy.max_backfill_windows if began else self.policy.max_new_windows_per_hour
+            since = began or self.now - timedelta(hours=1)
             self.created[key] = int(self.s.execute(select(func.count()).select_from(Window).where(
                 Window.key == key, Window.created_at >= since)).scalar_one())
-        return self.created[key] < self.policy.max_new_windows_per_hour
+        return self.created[key] < self.limit[key]
+
+    def _backfill_since(self, key: str) -> datetime | None:
+        """When the running batch of ``key`` began, if its station is one an operator registered before that
+        (the key's windows then count against the batch: a catch-up export); None otherwise."""
+        if self.policy.max_backfill_windows == 0:
+            return None
+        registered = (Station.feed == Batch.feed) & (Station.station_id == Batch.station_id)
+        running = (Batch.feed == self.policy.feed, Batch.key == key, Batch.ended_at.is_(None),
+                   Batch.begun_at >= self.now - timedelta(seconds=BACKFILL_MAX_S))
+        return self.s.execute(
+            select(Batch.begun_at).join(Station, registered)
+            .where(*running, Station.source == "operator", Station.added_at < Batch.begun_at)
+            .order_by(Batch.begun_at.desc()).limit(1)).scalar_one_or_none()
 
     def _create(self, key: str, start: datetime, seq: int) -> Window:
         wid = self.policy.window_id(key, start, seq)

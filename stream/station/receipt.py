@@ -33,7 +33,8 @@ UNKNOWN, ACCEPTED = 0, 1
 REASON_HINTS = {
     "unknown-station": "the station is not registered: an operator adds it (`anonstream stations add ID`)",
     "report-id-reused": "the ledger holds another event under the same report id",
-    "window-rate": "too many new windows for the key in the last hour: push again later",
+    "window-rate": "too many new windows for the key in the last hour: push again later (a catch-up export of "
+                   "a station's history: an operator registers it first, `anonstream stations add`)",
 }
 
 
