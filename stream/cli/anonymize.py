@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from core.engines.registry import engine_names
 from stream.batch import order as batch_history
+from stream.cli import exit_codes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from core.engines.base import Release
 
 ANONYMIZE_HELP = """\
-Anonymize a CSV (or .jsonl) file with one engine and verify the result independently.
+Anonymize a CSV, JSON-lines or Parquet file with one engine and verify the result independently.
 
 The spec names identifiers (dropped), quasi-identifiers with their hierarchies, the sensitive
 attribute and pass-through columns. Bundled specs: adult, adult-uci, nypd, crime.
@@ -47,8 +48,7 @@ each class's label is the smallest node of the spec's hierarchy covering it, so 
 overlap and counts per band add up. --bands free releases each class's own range instead. Full-domain
 engines (optimal, kgen, ...) and local-recode always release nested hierarchy nodes.
 
-{history}Exit codes: 0 success, 2 bad input or infeasible request, 3 verification failed.
-"""
+{history}"""
 
 
 def _has_bands(name: str) -> bool:
@@ -180,7 +180,7 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
               f"'{schema.sensitive}': whoever knows a person's {', '.join(schema.qi_names)} learns it. No l was "
               "asked; -l 2 (or --engine cg-diverse) releases none (listed in the report's single_offence_classes)",
               file=sys.stderr)
-    return 0 if report.ok else 3
+    return exit_codes.OK if report.ok else exit_codes.CHECK_FAILED
 
 
 def single_offence(schema: Schema, release: Release, l_asked: int | None) -> dict[str, object] | None:
@@ -252,10 +252,10 @@ def _jsonable(obj: object) -> object:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("anonymize", help="anonymize a CSV file with one engine",
+    p = sub.add_parser("anonymize", help="anonymize a CSV, JSON-lines or Parquet file with one engine",
                        description=ANONYMIZE_HELP.replace("{history}", batch_history.HELP),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="input CSV or .jsonl file")
+    p.add_argument("input", help="input file: CSV, JSON lines (.jsonl) or Parquet (.parquet)")
     p.add_argument("--spec", required=True, help="spec file or bundled spec name")
     p.add_argument("--engine", default="optimal", help=f"one of: {', '.join(engine_names())}")
     p.add_argument("-k", type=int, default=None, help="minimum class size (default: the engine's, 5)")

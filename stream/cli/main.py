@@ -11,12 +11,13 @@ import argparse
 import importlib
 import sys
 
+from stream.cli import exit_codes
 from stream.ops.kernel_cache import use_kernel_cache
 
 # command -> (module exposing ``register(subparsers)``, one-line help). Handlers are stored with
 # ``set_defaults(func=...)`` by the module; the help line here is what ``anonstream --help`` shows.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "anonymize": ("stream.cli.anonymize", "anonymize a CSV file with one engine"),
+    "anonymize": ("stream.cli.anonymize", "anonymize a CSV, JSON-lines or Parquet file with one engine"),
     "engines": ("stream.cli.engines", "list engines with their parameters and defaults"),
     "warmup": ("stream.cli.warmup", "compile or load every engine's kernels once (run after installing)"),
     "front": ("stream.cli.front", "Pareto front of privacy and loss (PBG-EA): table and PNG"),
@@ -24,7 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stop": ("stream.cli.stop", "stop this data folder's worker (started with run --detach)"),
     "demo": ("stream.cli.demo", "embedded broker + worker + simulated stations, one day"),
     "migrate": ("stream.cli.migrate", "upgrade the ledger database (or check / downgrade it)"),
-    "push": ("stream.cli.push", "validate a station's CSV/JSONL reports and push them"),
+    "push": ("stream.cli.push", "validate a station's reports (CSV, JSON lines, Parquet) and push them"),
     "consume": ("stream.cli.consume", "write each complete release as CSV, Parquet or JSON lines (resumes)"),
     "console": ("stream.cli.console", "serve the operator console (web)"),
     "releases": ("stream.cli.releases", "list, show, re-verify, re-publish or export releases"),
@@ -58,6 +59,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     if command in COMMANDS:
         importlib.import_module(COMMANDS[command][0]).register(sub)
+        own = sub.choices[command]
+        own.epilog = (own.epilog + "\n\n" if own.epilog else "") + exit_codes.help_line(command)
     for name, (_module, help_line) in COMMANDS.items():
         if name not in sub.choices:
             sub.add_parser(name, help=help_line)
@@ -79,17 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(verbose=args.verbose)  # one format (ANONSTREAM_LOG_FORMAT=json), Kafka clients at WARNING
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return exit_codes.USAGE
     from core.errors import AnonymizationError
 
     try:
         return int(args.func(args) or 0)
-    except AnonymizationError as exc:  # exit codes: docs/operations.md (stream/ops/locate.py)
+    except AnonymizationError as exc:  # exit codes: stream/cli/exit_codes.py (stream/ops/locate.py)
         print(f"error: {exc.message}", file=sys.stderr)
-        return 3 if exc.reason == "service-unreachable" else 2
+        return exit_codes.UNREACHABLE if exc.reason == "service-unreachable" else exit_codes.USAGE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return exit_codes.INTERRUPTED
     except Exception as exc:  # a broker or database that went away mid-command: one line, exit 3
         from stream.ops.locate import unreachable_message
 
@@ -97,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if message is None:
             raise
         print(f"error: {message}", file=sys.stderr)
-        return 3
+        return exit_codes.UNREACHABLE
 
 
 if __name__ == "__main__":  # pragma: no cover

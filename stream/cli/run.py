@@ -17,8 +17,8 @@ free loopback port (`pip install 'anonstream[embedded]'`); with no database conf
 the data directory (ANONSTREAM_HOME, default ./var) is used. The instance is recorded in
 $ANONSTREAM_HOME/instance.json, so every other command finds its broker and database. Migrations run
 first unless --no-migrate; releases the broker lacks are re-published from the ledger. The web port
-serves /metrics (Prometheus) and /ready. Exit codes: 0 ok, 2 usage, 3 broker/database unreachable
-or lost. All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
+serves /metrics (Prometheus) and /ready; a broker that loses its data exits 3 (exit codes: below).
+All settings come from ANONSTREAM_* environment variables (or ANONSTREAM_*_FILE).
 Ctrl-C (or SIGTERM) stops it cleanly: one line, exit 0; pending reports stay in the ledger.
 
 --detach runs the worker in the background and returns once it is ready; `anonstream stop` stops it.
