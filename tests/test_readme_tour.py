@@ -1,5 +1,9 @@
 """The README's first hour, as a new user types it: from a fresh clone, the demo, then every command of
-the quick tour in the order written, each with exit code 0.
+the quick tour and of "More commands" in the order written, each with exit code 0 (or one its comment
+documents), then every Python snippet in a fresh interpreter without ``ANONSTREAM_HOME``.
+
+Two lines of "More commands" are not run here (:data:`NOT_RUN`): the console serves until Ctrl-C, and
+``docker compose`` needs Docker and builds images (tests/test_compose.py covers the stack).
 
 The clone is made with ``git clone`` of this checkout (its committed state, as CI sees it). Installing
 is the one step not repeated: the clone's ``.venv`` is a link to the environment running the tests, and
@@ -30,9 +34,12 @@ def _blocks(readme: str) -> list[str]:
     return re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
 
 
-def _tour_lines(readme: str) -> list[tuple[str, str]]:
-    """(command, comment) of each line of the first bash block after "## Quick tour", continuations joined."""
-    section = readme[readme.index("## Quick tour"):]
+NOT_RUN = {"anonstream console": "serves until Ctrl-C", "docker compose": "needs Docker and builds images"}
+
+
+def _tour_lines(readme: str, heading: str = "## Quick tour") -> list[tuple[str, str]]:
+    """(command, comment) of each line of the first bash block after ``heading``, continuations joined."""
+    section = readme[readme.index(heading):]
     block = _blocks(section)[0].replace("\\\n", " ")
     lines = [(line.split("  #")[0].strip(), line.split("  #", 1)[1] if "  #" in line else "")
              for line in block.splitlines()]
@@ -44,9 +51,19 @@ def tour_commands(readme: str) -> list[str]:
     return [cmd for cmd, _ in _tour_lines(readme)]
 
 
+def more_commands(readme: str) -> list[str]:
+    """The commands of the "More commands" block, as :func:`tour_commands`."""
+    return [cmd for cmd, _ in _tour_lines(readme, "More commands")]
+
+
+def python_snippets(readme: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+
+
 def allowed_exits(readme: str) -> dict[str, set[str]]:
-    """Each tour command's accepted exit codes: 0, and any code its README comment documents ("exit 6")."""
-    return {cmd: {"0", *re.findall(r"\bexit (\d+)", comment)} for cmd, comment in _tour_lines(readme)}
+    """Each command's accepted exit codes: 0, and any code its README comment documents ("exit 6")."""
+    lines = _tour_lines(readme) + _tour_lines(readme, "More commands")
+    return {cmd: {"0", *re.findall(r"\bexit (\d+)", comment)} for cmd, comment in lines}
 
 
 def demo_command(readme: str) -> str:
@@ -73,8 +90,12 @@ def test_readme_tour_runs_in_order_from_a_fresh_clone(tmp_path: Path) -> None:
     (tmp_path / "shared").symlink_to(shared_dir)
     readme = (clone / "README.md").read_text()
     script = ["set -u", demo_command(readme) + ' > demo.out 2>&1; echo "@@rc $? demo"']
-    for cmd in tour_commands(readme):
-        script.append(f'{cmd} > step.out 2>&1; rc=$?; cat step.out >> tour.out; echo "@@rc $rc {cmd}"')
+    commands = tour_commands(readme) + [c for c in more_commands(readme) if not c.startswith(tuple(NOT_RUN))]
+    for cmd in commands:  # braces: a command's own redirection (`> release.pub`) is kept
+        script.append(f'{{ {cmd} ; }} > step.out 2>&1; rc=$?; cat step.out >> tour.out; echo "@@rc $rc {cmd}"')
+    for i, code in enumerate(python_snippets(readme)):  # a fresh interpreter, no ANONSTREAM_HOME
+        (clone / f"snippet{i}.py").write_text(code)
+        script.append(f'env -u ANONSTREAM_HOME python snippet{i}.py >> tour.out 2>&1; echo "@@rc $? snippet{i}"')
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
     # a free web port for the detached worker (6066 may be taken by a parallel test)
     env.update({"PYTHONPATH": str(clone), "ANONSTREAM_WEB_PORT": "0"})
@@ -88,12 +109,23 @@ def test_readme_tour_runs_in_order_from_a_fresh_clone(tmp_path: Path) -> None:
     failed = [(rc, cmd) for rc, cmd in results if rc not in allowed.get(cmd, {"0"})]
     log = "\n".join(p.read_text(errors="replace")[-4000:] for p in (clone / "demo.out", clone / "tour.out")
                     if p.exists())
-    assert len(results) == 1 + len(tour_commands(readme)), res.stderr + log
+    assert len(results) == 1 + len(commands) + len(python_snippets(readme)), res.stderr + log
     assert not failed, f"{failed}\n{log}"
     out = (clone / "tour.out").read_text()
     assert "release " in out and ": OK" in out  # releases verify latest read a release back
     assert (clone / "releases").is_dir() and list((clone / "releases").glob("*.csv"))  # consume wrote them
     assert "anonstream run: stopped." in out
+    assert len((clone / "release.pub").read_text().strip()) == 64  # the key read_releases(verify=True) is given
+    assert list((clone / "dataset").rglob("*.parquet")) and (clone / "counts.csv").exists()
+
+
+def test_more_commands_are_found_and_every_line_is_a_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    cmds = more_commands(readme)
+    assert cmds[0] == "anonstream warmup" and "anonstream stop" in cmds
+    assert all(c.startswith(("anonstream ", "docker ")) and "|" not in c for c in cmds), cmds
+    assert "reports.csv" not in readme  # the tour writes reports.jsonl
+    assert sum(c.startswith(tuple(NOT_RUN)) for c in cmds) == len(NOT_RUN)
 
 
 def _stop_leftover(pid_file: Path) -> None:

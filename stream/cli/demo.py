@@ -149,12 +149,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"demo: {len(printed)} release(s) in {time.monotonic() - started:.1f}s; {summary}", flush=True)
     if printed:
         print(f"demo: releases written to {out_dir} ({args.format}, with manifests and codebooks); load them with\n"
-              f"  python -c 'from stream.analyst.dataset import read_releases; "
+              f"  {_runnable('python')} -c 'from stream.analyst.dataset import read_releases; "
               f"print(read_releases(\"{out_dir}\").groupby(\"suburb_region\").size())'", flush=True)
     if ok and not args.clean:
         home = settings.data_dir
+        cli = _runnable("anonstream")
+        activate = f"  . {Path(cli).parent}/activate   # puts {cli} on the PATH as anonstream\n"
         print(f"demo: its ledger, keys and logs are in {home}; look at them with\n"
-              f"  export ANONSTREAM_HOME={home}\n"
+              + (activate if cli != "anonstream" else "")
+              + f"  export ANONSTREAM_HOME={home}\n"
               "  anonstream status; anonstream releases list; anonstream keys public\n"
               "  anonstream run --detach   # a worker on the demo's ledger: it re-publishes the demo's releases, so\n"
               "                            # `anonstream releases verify latest` can read them back; `anonstream stop`",
@@ -165,6 +168,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.clean:
         shutil.rmtree(settings.data_dir, ignore_errors=True)
     return 0
+
+
+def _runnable(program: str) -> str:
+    """``program`` as the user can type it in this folder: its bare name when the shell finds this
+    installation's one (the environment activated), else its path in the environment running this demo."""
+    import os
+
+    here = Path(sys.executable).parent / program
+    found = shutil.which(program)
+    if found is not None and os.path.abspath(found) == os.path.abspath(here):
+        return program
+    return str(here.relative_to(Path.cwd())) if here.is_relative_to(Path.cwd()) else str(here)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
