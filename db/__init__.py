@@ -5,6 +5,7 @@ broker is at-least-once and keeps no durable state that matters.
 """
 
 from db.budget import BudgetExceeded  # registers dp_blocks and dp_spends in metadata
+from db.castle_states import CastleLedger  # noqa: F401  (registers castle_states in metadata)
 from db.deployment import deployment_id  # registers deployment in metadata
 from db.dp_policy import DPPolicyRow  # registers dp_policy in metadata
 from db.ledger import IncomingReport, IngestResult, PoolRepository, Rejection, WindowPolicy, due_windows

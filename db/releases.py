@@ -17,7 +17,7 @@ Guarantees (enforced by the database, not only by the caller):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -175,17 +175,20 @@ class ReleaseRepository(ClaimRepository):
 
     # --- the release transaction ------------------------------------------------------------------
     def store(self, rel: StoredRelease, worker: str, now: datetime, lease_s: float = 10.0,
-              fenced: bool = True) -> bool:
+              fenced: bool = True, within: Callable[[Session], None] | None = None) -> bool:
         """Write the release atomically. Returns False if it was already stored (idempotent).
 
         ``fenced``: only while ``worker`` holds the window's claim (else :class:`LostClaim`, nothing
         written). The publishing claim starts now (the store's own clock, not ``now``, which is when
-        the window was claimed), with a lease of ``lease_s``.
+        the window was claimed), with a lease of ``lease_s``. ``within`` runs first inside the transaction
+        (the delay mode creates the release's window and saves its stream state there: db/castle_states.py).
         """
         stamp = datetime.now(UTC)
         with self.db.unit() as s:
             if s.execute(select(Release.id).where(Release.id == rel.id)).first() is not None:
                 return False
+            if within is not None:
+                within(s)
             if fenced:
                 fence(s, rel.window_id, worker)
             try:  # the spend commits with the release, or neither does
