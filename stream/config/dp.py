@@ -19,6 +19,10 @@ def check_dp_settings(settings: Any, dp: Any) -> None:
     if dp is None:
         return
     where = f"feed {settings.feed}: " if settings.feed != "default" else ""
+    if settings.delay.enabled:
+        raise ParamsError(f"{where}delay mode (ANONSTREAM_DELAY__ENABLED) cannot keep the differentially private "
+                          "counts' guarantee (a group of departing reports declares no event days to charge): remove "
+                          "the spec's [dp] table or release by window", reason="invalid-setting")
     if settings.sample_policy != "all":
         raise ParamsError(f"{where}differentially private counts need sample_policy = all (it is "
                           f"{settings.sample_policy}): a seeded sample is drawn again when one report is added, so "

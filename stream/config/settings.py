@@ -30,6 +30,7 @@ from core.errors import AnonymizationError, ParamsError
 from db.url import sqlite_url, with_password
 from db.windows import WindowPolicy
 from stream.config import names
+from stream.config.delay import DelayPolicy
 from stream.config.names import ENV_PREFIX
 from stream.config.privacy import EngineName, StreamPrivacy
 from stream.config.secrets import (
@@ -87,6 +88,7 @@ class Settings(BaseSettings):
     ledger: str | None = Field(default=None, description="fingerprint scope of the feed: feeds with the same "
                                "ledger block each other's released reports; none = the feed's own")
     windows: WindowPolicy = Field(default_factory=WindowPolicy, description="the window policy (db.windows)")
+    delay: DelayPolicy = Field(default_factory=DelayPolicy, description="delay-bounded releases (CASTLE)")
     regions: dict[str, str] = Field(default_factory=dict, description="station -> region (JSON table), for "
                                     "windows.by = region")
     tick_interval_s: float = Field(default=1.0, gt=0, description="how often a worker looks for due windows")
