@@ -138,7 +138,7 @@ def cmd_republish(args: argparse.Namespace) -> int:
     check_database(settings.db_url())
     check_broker(settings)
     repo = ReleaseRepository(Database(settings.db_url()))
-    ids = list(dict.fromkeys(args.ids))
+    ids = list(dict.fromkeys(_release_id(console_service(args), i) if i == "latest" else i for i in args.ids))
     for rid in ids:
         if _state(repo, rid) is None:
             raise InputDataError(f"no release {rid!r} in the ledger", reason="console")
@@ -183,6 +183,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     settings = resolve(load_settings(database_url=args.database), need_database=True)
     check_database(settings.db_url())
     repo = ReleaseRepository(Database(settings.db_url()))
+    if args.id == "latest":
+        args.id = _release_id(console_service(args), args.id)
     if _state(repo, args.id) is None:
         raise InputDataError(f"no release {args.id!r} in the ledger", reason="console")
     n = export(repo, args.id, Path(args.out))
@@ -282,10 +284,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     rep = rs.add_parser("republish", parents=[common],
                         help="publish releases again from the ledger (records, then manifest)")
-    rep.add_argument("ids", nargs="+", metavar="ID")
+    rep.add_argument("ids", nargs="+", metavar="ID", help="release ids, or `latest`")
     rep.set_defaults(func=cmd_republish)
     exp = rs.add_parser("export", parents=[common], help="write a release from the ledger as JSON lines")
-    exp.add_argument("id")
+    exp.add_argument("id", help="a release id, or `latest`")
     exp.add_argument("--out", required=True, help="output file (records in order, then the manifest)")
     exp.set_defaults(func=cmd_export)
     rpt = rs.add_parser("report", parents=[common],
