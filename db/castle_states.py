@@ -23,7 +23,7 @@ from sqlalchemy import JSON, Integer, String, select, update
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from db.claims import fence
-from db.models import Base, PendingReport, UTCDateTime, Window, utcnow
+from db.models import Base, Batch, PendingReport, UTCDateTime, Window, utcnow
 from db.releases import Candidate, LostClaim
 from db.session import Database, insert_ignore, rowcount
 from db.states import WindowState
@@ -81,6 +81,14 @@ class CastleLedger:
         with self.db.read() as s:
             row = s.get(CastleStateRow, key)
             return (None, 0) if row is None else (dict(row.state), int(row.version))
+
+    def batch_end(self, key: str) -> float | None:
+        """When the key's latest push (batch) ended, in epoch seconds, if none of its pushes is running now."""
+        with self.db.read() as s:
+            rows = s.execute(select(Batch.ended_at).where(Batch.feed == self.feed, Batch.key == key)).scalars().all()
+        if not rows or any(t is None for t in rows):
+            return None
+        return max(t for t in rows if t is not None).timestamp()
 
     def pending(self, key: str, skip: set[int]) -> list[Candidate]:
         """Pending reports of ``key`` not in ``skip`` (those already waiting in the state), oldest first."""

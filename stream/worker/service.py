@@ -9,8 +9,7 @@ At-least-once with idempotence (the broker has no transactions, see DESIGN.md):
   published first, then the manifest; then the release is marked published. A stored but unpublished
   release (crash in between) is re-published as stored, on restart or once its publishing claim expires;
 * window and publishing claims are leases (:mod:`db.claims`) renewed every ``CLAIM_LEASE_S / 3`` while the
-  worker works on them (they expire only when it dies, hangs or loses the database).
-"""
+  worker works on them (they expire only when it dies, hangs or loses the database)."""
 
 from __future__ import annotations
 
@@ -33,6 +32,7 @@ from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
+from stream.worker.delay import delay_tick
 from stream.worker.faults import crash_at, stop_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
@@ -189,7 +189,7 @@ class WorkerService:
     async def _claim_due(self, send: SendFn) -> None:
         """Claim due windows while release slots are free and release each in the background."""
         free = self.settings.release_concurrency - self._computing
-        if free <= 0:
+        if await delay_tick(self) or free <= 0:  # delay mode releases no windows (stream/worker/delay.py)
             return
         for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
             if free <= 0:
