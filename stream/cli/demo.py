@@ -61,6 +61,13 @@ def _demo_settings(args: argparse.Namespace) -> Settings:
     base = load_settings(**overrides(args))
     values: dict[str, Any] = {"idle_timeout_s": args.idle_timeout, "data_dir": base.data_dir / "demo",
                               "tick_interval_s": 0.5}
+    if args.window_by == "delay":  # CASTLE per station (stream/worker/delay.py); the bundled spec without [dp]
+        from stream.testing.delay import crime_spec_without_dp
+
+        values["delay"] = {"enabled": True, "seconds": args.delay_seconds, "tuples": args.delay_tuples}
+        values["spec"] = crime_spec_without_dp(base.data_dir / "demo" / "spec") if base.spec == "crime" else base.spec
+    elif args.window_by:
+        values["windows"] = {"by": args.window_by}
     if base.database_url is None:
         db_file = base.data_dir / "demo" / "anonstream.db"
         for suffix in ("", "-wal", "-shm"):
@@ -119,6 +126,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         producer.close()
         print(f"demo: {args.stations} station(s) pushed {pushed} reports ({len(extra)} malformed)", flush=True)
         repo = ReleaseRepository(Database(ready.db_url()))
+        delay = ready.delay.enabled
         ok = False
         acc: dict[str, int] = {}
         while time.monotonic() - started < args.timeout:
@@ -128,6 +136,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             acc = repo.accounting()
             accounted = sum(acc.get(k, 0) for k in ("released", "suppressed", "blocked", "dlq", "duplicate",
                                                     "correction"))
+            if delay:  # a delay-mode key's day windows only route reports: done once none is pending
+                acc["windows_open"] = 0 if acc.get("pending", 0) == 0 else 1
             if (accounted + acc.get("pending", 0) >= pushed and acc.get("windows_open", 1) == 0
                     and acc.get("releases_stored", 1) == 0 and len(printed) >= acc.get("releases_published", 0)):
                 ok = True
@@ -195,6 +205,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--idle-timeout", type=float, default=3.0,
                    help="close windows after this many idle seconds (input without batch markers only: the "
                    "demo's push is a batch, whose windows close when it ends)")
+    d.add_argument("--window-by", choices=("station", "region", "global", "delay"),
+                   help="release by window of this key, or delay: each station's reports leave within "
+                   "--delay-seconds of event time and --delay-tuples reports (CASTLE; the spec's DP counts are off)")
+    d.add_argument("--delay-seconds", type=float, default=3600.0, help="delay mode: most event seconds a report "
+                   "waits (default 3600)")
+    d.add_argument("--delay-tuples", type=int, default=200, help="delay mode: most reports of its station that "
+                   "arrive after a report before it leaves (default 200)")
     d.add_argument("--timeout", type=float, default=300.0, help="give up after this many seconds (exit 1)")
     d.add_argument("--out", help="write each release into this folder (default var/demo/releases, emptied first)")
     d.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet",
