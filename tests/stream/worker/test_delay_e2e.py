@@ -56,7 +56,7 @@ def test_delay_mode_survives_sigkill_and_bounds_every_delay(kafka, pg, tmp_path)
             fps = list(s.execute(select(ReleasedFingerprint.fingerprint)).scalars())
         states = _states(sc)
         assert len(fps) == len(set(fps)) == states.get("released", 0)  # released once each
-        asm, complete = sc.releases()
+        _asm, complete = sc.releases()
         manifests = [m for m, _ in complete]
         assert sum(m["counts"]["released"] for m in manifests) == states.get("released", 0)
         assert sum(m["counts"]["suppressed"] for m in manifests) == states.get("suppressed", 0)

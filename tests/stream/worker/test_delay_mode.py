@@ -29,8 +29,8 @@ KEY = "delay-mode-test-key"
 def _setup(pg: Any, tmp_path: Any, name: str, **extra: Any) -> tuple[Settings, Database, PoolRepository]:
     url = pg.create_database(name)
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=crime_spec_without_dp(tmp_path / "spec"), k=4, fingerprint_key=KEY,
-                        delay={"enabled": True, "seconds": 3600.0, "tuples": 60}, **extra)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=crime_spec_without_dp(tmp_path / "spec"), k=4,
+                        fingerprint_key=KEY, delay={"enabled": True, "seconds": 3600.0, "tuples": 60}, **extra)
     db = Database(url)
     return settings, db, PoolRepository(db, window_policy(settings))
 
@@ -42,7 +42,8 @@ def _outcome(db: Database) -> tuple[dict[str, str], list[dict[str, Any]], pd.Dat
         recs = [(r.columns, r.rows) for r in s.execute(select(ReleaseRecords)).scalars()]
         fps = list(s.execute(select(ReleasedFingerprint.fingerprint)).scalars())
     assert len(fps) == len(set(fps))
-    frames = [pd.DataFrame(rows, columns=cols, dtype=object).assign(release=i) for i, (cols, rows) in enumerate(recs) if rows]
+    frames = [pd.DataFrame(rows, columns=cols, dtype=object).assign(release=i)
+              for i, (cols, rows) in enumerate(recs) if rows]
     return states, manifests, pd.concat(frames) if frames else pd.DataFrame()
 
 
