@@ -15,8 +15,10 @@ Per tick and per key this worker owns (its owner window claimed, :mod:`db.castle
    window's release (ledger fingerprints, signed manifest, output topics) under a window of their own, in the
    same transaction as the new state. A step with input and no departure saves the state alone.
 
-Differentially private counts are refused in delay mode at start-up: a release of a few departing reports
-declares no block its counts could be charged to without reading the protected rows.
+Differentially private counts are refused in delay mode at start-up (:func:`stream.config.dp.check_dp_settings`):
+a release of a few departing reports declares no block its counts could be charged to without reading the
+protected rows. So are l other than distinct, t-closeness and QIs without stable leaf codes
+(:func:`.delay_space.check_delay`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from core.encoding import Schema
 from core.engines.castle.state import CastleState, restore, snapshot
 from core.engines.castle.stream import CastleStream
 from core.engines.registry import get_engine
-from core.errors import ParamsError
 from core.verify import verify_release
 from db import Candidate, Database, LostClaim, ReleaseRepository, StoredRelease
 from db.castle_states import EPOCH, CastleLedger, group_id, owner_id
@@ -46,25 +47,13 @@ from stream.config.settings import Settings
 from stream.ops.logs import ctx
 from stream.wire.signing import key_id
 from stream.worker.delay_release import build_release, check_classes, reasons, tid
-from stream.worker.delay_space import LeafCoder
+from stream.worker.delay_space import LeafCoder, check_delay
 from stream.worker.link_guard import Occurrence, _arrival, _cohort, eligible, occurrences_blocked
 from stream.worker.release import Orchestrator
 from stream.worker.risk import engine_params, hold_reason, policy_requirement, release_risk
 from stream.worker.sampling import release_id, window_seed
 
 log = logging.getLogger(__name__)
-
-
-def check_delay(settings: Settings, schema: Schema) -> None:
-    """Refuse, in one line, what delay mode cannot keep: a spec's DP counts, l other than distinct."""
-    if schema.spec.dp is not None:
-        raise ParamsError("delay mode (ANONSTREAM_DELAY__ENABLED) cannot keep the differentially private counts' "
-                          "guarantee (a group of departures declares no event days to charge); remove the spec's "
-                          "[dp] table or release by window", reason="invalid-setting")
-    if (settings.privacy.l or 1) > 1 and settings.privacy.l_kind != "distinct":
-        raise ParamsError("delay mode enforces distinct l only: set ANONSTREAM_PRIVACY__L_KIND=distinct",
-                          reason="invalid-setting")
-    LeafCoder(schema)  # a QI that cannot be coded stably is refused here
 
 
 class _StoreWithin(ReleaseRepository):

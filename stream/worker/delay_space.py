@@ -46,6 +46,18 @@ def ordered_domain(schema: Schema, name: str) -> np.ndarray | None:
     return None
 
 
+def check_delay(settings: Any, schema: Schema) -> None:
+    """Refuse, in one line, what delay mode cannot keep (checked at a worker's start): l other than distinct,
+    t-closeness, a QI without stable leaf codes."""
+    if (settings.privacy.l or 1) > 1 and settings.privacy.l_kind != "distinct":
+        raise ParamsError("delay mode (ANONSTREAM_DELAY__ENABLED) enforces distinct l only: set "
+                          "ANONSTREAM_PRIVACY__L_KIND=distinct or release by window", reason="invalid-setting")
+    if settings.privacy.t is not None:
+        raise ParamsError("delay mode (ANONSTREAM_DELAY__ENABLED) cannot enforce t-closeness: unset "
+                          "ANONSTREAM_PRIVACY__T or release by window", reason="invalid-setting")
+    LeafCoder(schema)  # a QI that cannot be coded stably is refused here
+
+
 class LeafCoder:
     """Stable leaf codes per QI; ``values`` (unordered QIs' dictionaries) is what the saved state keeps."""
 

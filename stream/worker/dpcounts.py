@@ -51,6 +51,7 @@ from db.release_budget import BudgetCharge, declared_periods
 from stream.config.dp import check_dp_settings
 from stream.config.feeds import feeds
 from stream.ops.logs import ctx
+from stream.worker.delay_space import check_delay
 from stream.worker.faults import crash_at
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,8 @@ def check_counts(schema: Schema, settings: Any = None, db: Database | None = Non
     """Refuse now (at start-up), with one line, what would make the counts wrong or their guarantee
     false: groupings without a public domain, a sample other than ``all``, the person unit without every
     report's person fingerprint, and a ledger whose policy disagrees (recorded here when it has none)."""
+    if settings is not None and settings.delay.enabled:
+        check_delay(settings, schema)  # delay mode's own refusals (stream/worker/delay_space.py)
     spec = schema.spec
     cfg = spec.dp
     if cfg is None:

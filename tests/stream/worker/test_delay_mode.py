@@ -119,3 +119,19 @@ def test_one_persons_reports_count_once_towards_k(pg, tmp_path, monkeypatch) -> 
         persons = g.assign(person=g.pool_id.map(person)).groupby("cls")["person"].nunique()
         assert (persons >= settings.privacy.k).all()
     db.dispose()
+
+
+@pytest.mark.parametrize(("values", "says"), [
+    ({}, "differentially private counts"),
+    ({"privacy": {"l": 2, "l_kind": "entropy"}}, "distinct l only"),
+    ({"privacy": {"t": 0.3}}, "t-closeness"),
+])
+def test_delay_mode_refuses_at_start_up_in_one_line(tmp_path, values, says) -> None:  # type: ignore[no-untyped-def]
+    from core.errors import ParamsError
+    from stream.worker.dpcounts import check_counts
+
+    spec = "crime" if not values else crime_spec_without_dp(tmp_path)
+    settings = Settings(spec=spec, data_dir=tmp_path, delay={"enabled": True}, **values)
+    with pytest.raises(ParamsError) as err:
+        check_counts(load_schema(settings.spec), settings)
+    assert says in err.value.message and "\n" not in err.value.message
