@@ -6,7 +6,8 @@ by ``anonstream spec draft``, then:
 * batch: ``anonstream anonymize FILE --spec DRAFT --engine cg-kanon -k 5`` (one release of the file);
 * stream: the bundled broker (tansu), SQLite under a temporary folder (the embedded defaults), one
   worker (``anonstream run``) with the README's window settings (``windows.by = global``, 31-day
-  windows), engine cg-kanon with k = 5; ``anonstream push FILE --spec DRAFT`` as a station runs it.
+  windows), engine cg-kanon with k = 5 and l = 1 (k only, as the batch run; the stream's default is
+  l = 2, which cg-kanon does not enforce); ``anonstream push FILE --spec DRAFT`` as a station runs it.
   Waits until every pushed report is accounted for (released, suppressed, blocked, dead-lettered,
   duplicate or pending) and every release is published.
 
@@ -134,7 +135,7 @@ def stream_run(work: Path, spec: Path, k: int, windows: dict[str, Any], recost: 
     settings = Settings(
         broker_url=kafka.url, database_url=sqlite_url(work), data_dir=work, spec=str(spec), app_id=f"bench-{tag}",
         topic_reports=f"b{tag}.reports", topic_dlq=f"b{tag}.reports.dlq", topic_anonymized=f"b{tag}.anonymized",
-        topic_releases=f"b{tag}.releases", engine="cg-kanon", privacy={"k": k}, windows=windows,
+        topic_releases=f"b{tag}.releases", engine="cg-kanon", privacy={"k": k, "l": 1}, windows=windows,
         web_port=free_port(), log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"))
     ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
     migrate(settings)
