@@ -182,7 +182,7 @@ def _jsonable(obj: object) -> object:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("front", help="Pareto front of privacy and loss (PBG-EA): table and PNG",
                        description=FRONT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="input CSV or .jsonl file")
+    p.add_argument("input", help="input file: CSV, JSON lines (.jsonl) or Parquet (.parquet)")
     p.add_argument("--spec", required=True, help="spec file or bundled spec name")
     p.add_argument("--qis", help="comma-separated QIs to use, in this order (default: the spec's)")
     p.add_argument("--sensitive", help="use this column as the sensitive attribute (removed from the QIs)")

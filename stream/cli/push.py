@@ -272,9 +272,9 @@ def _quiet(args: argparse.Namespace) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("push", help="validate a station's CSV/JSONL reports and push them",
+    p = sub.add_parser("push", help="validate a station's reports (CSV, JSON lines, Parquet) and push them",
                        description=PUSH_HELP, formatter_class=fmt)
-    p.add_argument("input", help="reports as .csv or .jsonl")
+    p.add_argument("input", help="reports as .csv, .jsonl or .parquet")
     p.add_argument("--station", help="station id (fills or must match the station column); omit it when each "
                                      "row names its station (a multi-station export)")
     p.add_argument("--broker", help="kafka://host:port (default: ANONSTREAM_BROKER_URL)")

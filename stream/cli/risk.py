@@ -14,7 +14,7 @@ from stream.io.specs import load_schema
 from stream.io.tables import read_for_spec
 
 RISK_HELP = """\
-Measure the re-identification risk of a CSV (or .jsonl) file on the spec's quasi-identifiers, before
+Measure the re-identification risk of a CSV, JSON-lines or Parquet file on the spec's quasi-identifiers, before
 anonymizing it: prosecutor, journalist and marketer risk, sample uniques, population uniqueness
 (Pitman, Zayatz, SNB and Dankar et al.'s choice between them), the distribution of records by risk,
 and attribute disclosure of the sensitive attribute. Formulas and sources: docs/risk.md.
@@ -110,7 +110,7 @@ def _fraction(text: str) -> float:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("risk", help="re-identification risk profile of a table (before anonymization)",
                        description=RISK_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", help="input CSV or .jsonl file")
+    p.add_argument("input", help="input file: CSV, JSON lines (.jsonl) or Parquet (.parquet)")
     p.add_argument("--spec", required=True, help="spec file or bundled spec name (its QIs are measured)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--population", type=int, metavar="N", help="size of the population the file samples")
