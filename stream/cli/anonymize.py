@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from core.engines.registry import engine_names
 from stream.batch import order as batch_history
-from stream.cli import exit_codes
+from stream.cli import _exit_codes as exit_codes
 
 if TYPE_CHECKING:
     import pandas as pd

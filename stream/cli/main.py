@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from stream.cli import exit_codes
+from stream.cli import _exit_codes as exit_codes
 from stream.ops.kernel_cache import use_kernel_cache
 
 # command -> (module exposing ``register(subparsers)``, one-line help). Handlers are stored with
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(args.func(args) or 0)
-    except AnonymizationError as exc:  # exit codes: stream/cli/exit_codes.py (stream/ops/locate.py)
+    except AnonymizationError as exc:  # exit codes: stream/cli/_exit_codes.py (stream/ops/locate.py)
         print(f"error: {exc.message}", file=sys.stderr)
         return exit_codes.UNREACHABLE if exc.reason == "service-unreachable" else exit_codes.USAGE
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""The exit codes are declared once (stream/cli/exit_codes.py): every ``--help``, docs/operations.md's
+"""The exit codes are declared once (stream/cli/_exit_codes.py): every ``--help``, docs/operations.md's
 table and the README's summary say what the code returns."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stream.cli import exit_codes
+from stream.cli import _exit_codes as exit_codes
 from stream.cli.main import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,7 +32,7 @@ def test_operations_table_is_the_declared_one() -> None:
     section = doc[doc.index("## Exit codes"):]
     table = section[section.index("| code | meaning |"):]
     table = table[:table.index("\n\n") + 1]
-    assert table == exit_codes.markdown_table(), "run: python -m stream.cli.exit_codes"
+    assert table == exit_codes.markdown_table(), "run: python -m stream.cli._exit_codes"
 
 
 def test_readme_summary_is_the_declared_one() -> None:

@@ -3,7 +3,7 @@
 Every command returns one of these. The ``--help`` texts say them through :func:`help_line` (a command
 that returns 1 says what 1 means for it); docs/operations.md's table (:func:`markdown_table`) and the
 README's summary (:func:`summary`) are compared with this module by tests/stream/cli/test_exit_codes.py.
-``python -m stream.cli.exit_codes`` prints the table for docs/operations.md. ``status`` adds the codes
+``python -m stream.cli._exit_codes`` prints the table for docs/operations.md. ``status`` adds the codes
 of its verdict (4 to 7, stream/console/verdict.py), documented in a table of their own.
 """
 
