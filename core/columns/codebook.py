@@ -39,8 +39,9 @@ def spec_version(spec: DatasetSpec) -> str:
     """SHA-256 of the spec's canonical content (sorted JSON; table hierarchies by their rows, not file paths)."""
     def strip(node: Any) -> Any:
         if isinstance(node, dict):
-            # a spec without [dp] keeps the version it had before [dp] existed
-            return {k: strip(v) for k, v in node.items() if k != "csv" and not (k == "dp" and v is None)}
+            # a spec without [dp] (or station_map) keeps the version it had before the field existed
+            return {k: strip(v) for k, v in node.items() if k != "csv" and not (k == "dp" and v is None)
+                    and not (k == "station_map" and not v)}
         if isinstance(node, list | tuple):
             return [strip(v) for v in node]
         return node

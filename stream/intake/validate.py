@@ -20,7 +20,9 @@ Accepted reports lose their direct identifiers here: only the used columns (QIs,
 pass-through) survive, plus the keyed fingerprints built by :func:`to_incoming`. The station id and
 report id of a :class:`Clean` report are in their canonical form (:func:`core.canonical.canonical_id`:
 trimmed, ``08`` is ``8``), so every key built from them (fingerprint, window, pool, ledger, budget
-block) is the same whichever way an export spells them.
+block) is the same whichever way an export spells them. A station column value the spec's
+``station_map`` lists is routed by its mapped id (area names with spaces are not station ids); a QI on
+that column still sees the value itself.
 """
 
 from __future__ import annotations
@@ -83,6 +85,12 @@ class ReportValidator:
         self.id_col = spec.id_column or "report_id"
         self.global_ids = spec.id_scope == "global"
         self.station_col = spec.station_column or "station_id"
+        self.station_map = {str(k).strip(): v for k, v in spec.station_map.items()}
+        if bad := [v for v in self.station_map.values() if valid_station_id(v) is None]:
+            from core.errors import SpecError
+
+            raise SpecError(f"spec field 'station_map': {bad[0]!r} is not a station id (1-64 characters of "
+                            "A-Z a-z 0-9 . _ - starting with a letter or digit)")
         self.time_col = spec.time_column or "event_time"
         self.used = spec.used_columns()
         self.required = [self.id_col, self.station_col, self.time_col]  # used columns: on_missing policy
@@ -147,9 +155,17 @@ class ReportValidator:
         except Exception as exc:  # the last resort: one message never fails its batch
             return Rejected("internal-error", f"validation failed with {type(exc).__name__}", None)
 
+    def station_value(self, obj: dict[str, Any]) -> Any:
+        """The report's station as the intake keys it: its station column's value, through the spec's
+        ``station_map`` when the value is listed there (the column's own value is what a QI sees)."""
+        value = obj.get(self.station_col)
+        if self.station_map and isinstance(value, str | int) and not isinstance(value, bool):
+            return self.station_map.get(str(value).strip(), value)
+        return value
+
     def guard_fields(self, obj: dict[str, Any]) -> tuple[str, str] | None:
         """Sizes and characters of the id, station, used and person fields (:mod:`stream.intake.guards`)."""
-        problem = check_station_id(self.station_col, obj.get(self.station_col))
+        problem = check_station_id(self.station_col, self.station_value(obj))
         problem = problem or check_report_id(self.id_col, obj.get(self.id_col))
         for col in (*self.used, *self.person_columns):
             problem = problem or check_text(col, obj.get(col))
@@ -162,7 +178,7 @@ class ReportValidator:
         obj = self.parse(raw)
         if isinstance(obj, Rejected):
             return obj
-        station = valid_station_id(obj.get(self.station_col))  # None unless safe to store and count
+        station = valid_station_id(self.station_value(obj))  # None unless safe to store and count
         missing = [c for c in self.required if obj.get(c) is None or (isinstance(obj[c], str) and not obj[c].strip())]
         if missing:
             return Rejected("missing-field", f"required field(s) missing or empty: {', '.join(missing)}", station)
