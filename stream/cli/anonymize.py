@@ -88,6 +88,9 @@ def cmd_anonymize(args: argparse.Namespace) -> int:
     peaks: dict[str, float] = {"startup": _peak_mib()}
     schema = load_schema(args.spec)
     check_paths((args.input,), {"--out": args.out, "--report": args.report}, schema.spec.input.encoding)
+    from stream.io.header import check_file_header  # a file of another spec: one line, before any row is read
+
+    check_file_header(args.input, args.spec, schema.spec)
     frame = read_for_spec(args.input, schema.spec, schema)
     dropped = int(frame.attrs.get("dropped_missing", 0))
     engine = get_engine(args.engine)

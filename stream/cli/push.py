@@ -115,6 +115,9 @@ def cmd_push(args: argparse.Namespace) -> int:
     schema = load_schema(settings.spec)
     spec = schema.spec
     check_paths((args.input,), {"--rejects": args.rejects}, spec.input.encoding)
+    from stream.io.header import check_file_header  # a file of another spec: one line, nothing sent
+
+    check_file_header(args.input, settings.spec, spec, stream=True, station_given=args.station is not None)
     # the text encoding (said when not UTF-8); the rejects file is written in it, so it is pushed back alike
     codec = "utf-8" if Path(args.input).suffix.lower() in BINARY_SUFFIXES else text_encoding(
         args.input, spec.input.encoding)
