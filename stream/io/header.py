@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import InputDataError, SpecError
+from core.errors import InputDataError, SpecError, preview
 from stream.io.rows import JSON_SUFFIXES, csv_header, is_reject_column, iter_rows
 from stream.io.specs import SPEC_DIR, load_spec_data, resolve_spec_path
 from stream.io.text import BINARY_SUFFIXES
@@ -125,11 +125,11 @@ def check_file_header(path: str | Path, spec_ref: str | Path, spec: DatasetSpec,
         own: Path | None = resolve_spec_path(spec_ref).resolve()
     except SpecError:
         own = None
-    shown = ", ".join(missing[:SHOWN]) + (f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else "")
+    shown = preview(missing, SHOWN)
     none = "none of the spec's columns is there" if len(missing) == len(need) else \
         f"{len(need) - len(missing)} of its {len(need)} columns are there"
     near = closest_spec(header, stream, station_given, own)
     hint = (f"; the header looks like spec {near[0]!r} ({near[1]} of its {near[2]} columns): --spec {near[0]}"
             if near else "; no bundled or earlier spec file matches its header either")
-    raise InputDataError(f"{Path(path).name} is not a file of spec {spec.name!r}: it lacks {shown} ({none})"
-                         f"{hint}", reason="wrong-spec")
+    raise InputDataError(f"{Path(path).name} is not a file of spec {spec.name!r}: it lacks column(s) named in the "
+                         f"spec: {shown} ({none}){hint}", reason="wrong-spec")

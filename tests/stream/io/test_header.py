@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputDataError
+from core.errors import InputDataError, preview
 from stream.cli.main import main
 from stream.io.header import check_file_header, needed_columns
 from stream.io.specs import load_spec_data
@@ -41,7 +41,7 @@ def test_a_file_of_the_nypd_spec_given_the_crime_spec_is_one_line_naming_nypd(co
     crime = needed_columns(load_spec_data("crime"), stream=command == "push")
     missing = [c for c in crime if c not in nypd]
     assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: "), err
-    assert f"it lacks {', '.join(missing[:6])}" in err
+    assert f"it lacks column(s) named in the spec: {preview(missing, 6)} (" in err
     assert "none of the spec's columns is there" in err
     near = needed_columns(load_spec_data("nypd"), stream=command == "push")
     assert f"looks like spec 'nypd' ({len(near)} of its {len(near)} columns): --spec nypd" in err
@@ -64,7 +64,7 @@ def test_a_file_with_every_needed_column_passes_and_one_missing_is_named(tmp_pat
     spec = load_spec_data("nypd")
     cols = needed_columns(spec, stream=True)
     check_file_header(_file_of(["extra", *cols], tmp_path / "ok.csv"), "nypd", spec, stream=True)
-    with pytest.raises(InputDataError, match=f"it lacks {cols[0]} \\({len(cols) - 1} of its {len(cols)} columns are"):
+    with pytest.raises(InputDataError, match=f"spec: '{cols[0]}' \\({len(cols) - 1} of its {len(cols)} columns are"):
         check_file_header(_file_of(cols[1:], tmp_path / "short.csv"), "nypd", spec, stream=True)
 
 
@@ -74,5 +74,5 @@ def test_push_without_the_station_column_needs_station(tmp_path: Path) -> None:
     cols = [c for c in needed_columns(spec, stream=True) if c != spec.station_column]
     src = _file_of(cols, tmp_path / "one-station.csv")
     check_file_header(src, "crime", spec, stream=True, station_given=True)
-    with pytest.raises(InputDataError, match=f"it lacks {spec.station_column} "):
+    with pytest.raises(InputDataError, match=f"spec: '{spec.station_column}' "):
         check_file_header(src, "crime", spec, stream=True)
