@@ -243,7 +243,7 @@ def knn_order(best_d, best_j):  # pragma: no cover
     return best_j
 
 
-KNN_CHUNK_PAIRS = 4_000_000  # row pairs per knn_pairs call (tens of ms): a Ctrl-C gets in between calls
+KNN_CHUNK_PAIRS = 2_000_000  # row pairs per knn_pairs call (tens of ms): a Ctrl-C gets in between calls
 
 
 def knn_kernel(xn, xc, wn, wc, jitter, L):
