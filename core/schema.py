@@ -225,11 +225,8 @@ class DatasetSpec(_Strict):
     time_column: str | None = None  # stream: event time that picks the window (default event_time)
     id_column: str | None = None  # stream: report id, fingerprinted then dropped (default report_id)
     id_scope: Literal["station", "global"] = "station"  # stream: ids unique per station, or department-wide
-    # stream: station column value -> station id, for exports whose station column holds names the
-    # intake refuses as ids ("Queens North"); a value not listed is taken as it is (docs/spec.md)
-    station_map: dict[str, str] = Field(default_factory=dict)
-    # stream: window context published as record columns (docs/stream.md "Release columns"): the day of
-    # the releasing window and its key (the station, or the region). Both are in the manifest already.
+    station_map: dict[str, str] = Field(default_factory=dict)  # stream: station column value -> id (docs/spec.md)
+    # stream: window context published as record columns (docs/stream.md "Release columns"), also in the manifest
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
     utility: UtilitySpec = UtilitySpec()
     dp: DPSpec | None = None  # differentially private count tables (core/dp/spec.py); off when absent
