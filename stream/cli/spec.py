@@ -23,8 +23,12 @@ masking, precinct or beat numbers -> blocks of consecutive codes, categories -> 
 another column groups them, else rare values grouped, then *), the sensitive attribute found by
 name or by content (the offence, charge or outcome of the event) with a severity table (derived
 from a felony/misdemeanour or Part 1/Part 2 column when there is one, else a default ranking to
-review), the stream keys (never routing by a sensitive or outcome column), and every other column
-as pass-through or dropped. Each choice carries a comment saying why; docs/spec.md lists the rules.
+review), the stream keys (never routing by a sensitive or outcome column; id_scope = "global" for a key
+unique in the file; a station_map when station names are not station ids), and every other column
+withheld (outcome-like columns: charges, dispositions, recidivism, arrest type, juvenile flags are
+never QIs; nothing is a pass-through unless --passthrough names it). The spec opens with a table of
+every column's fate and the one-line reason, and names the engine it runs with as drafted (cg-diverse
+-l 2 with a severity table, else mondrian). docs/spec.md lists the rules.
 
 The draft is checked on the same rows before it is written, as `spec check` would check it; what
 the check refuses is repaired and listed at the top of the spec (or nothing is written: exit 2).
@@ -40,8 +44,12 @@ Check a file against a spec before anything runs, with one summary table: per co
 values, values that do not parse (numbers, whole numbers, dates in the declared format, ambiguous
 dates), values outside the hierarchy and unknown offences (with examples); identifiers that would
 be released; and a feasibility estimate: rows the optimal engine suppresses at the requested k.
-With --engine, also what that engine needs of the spec and the spec lacks (cg-kanon and cg-diverse:
-a sensitive attribute with a severity table).
+First, every column of the file with its fate under the spec and why. With --engine, also what that
+engine needs of the spec and the spec lacks (cg-kanon and cg-diverse: a sensitive attribute with a
+severity table); then that engine (else the one a drafted spec names) runs on 300 sampled rows and
+the check says whether it releases. Every row also goes through push's own checks (station ids,
+times, duplicate ids, every intake rule; --station as push takes it), so what the check passes, push
+accepts.
 
 Exit 0 when the data fits the spec, 1 when it does not, 2 on bad usage.
 
@@ -76,7 +84,8 @@ def cmd_draft(args: argparse.Namespace) -> int:
     if sampled:
         frame = frame.iloc[: args.sample]
     name = args.name or Path(args.input).stem
-    draft = make_draft(frame.astype(object).where(frame.notna(), pd.NA), name, max_qi=args.max_qi)
+    draft = make_draft(frame.astype(object).where(frame.notna(), pd.NA), name, max_qi=args.max_qi,
+                       passthrough=tuple(args.passthrough or ()))
     if not draft.role("qi"):
         raise SpecError("no quasi-identifier found by name or type; write the [[qi]] entries by hand (docs/spec.md)")
     k, max_suppression = _check_defaults(args)
@@ -84,10 +93,13 @@ def cmd_draft(args: argparse.Namespace) -> int:
     if args.out and not is_stdout(args.out):
         out = Path(args.out)
         write_text_atomic(out, text, option="--out")
-        roles = {r: len(draft.role(r)) for r in ("identifier", "qi", "sensitive", "passthrough", "dropped")}
+        roles = {r: len(draft.role(r)) for r in ("identifier", "qi", "sensitive", "passthrough", "withheld")}
         print(f"spec draft: wrote {out}: " + ", ".join(f"{n} {r}" for r, n in roles.items())
-              + f"; spec check on the {len(frame)} drafted rows: fits"
+              + f"; engine {draft.engine}; spec check on the {len(frame)} drafted rows: "
+              + ("fits for anonymize, but push would reject rows (said at the top)" if draft.push_notes else "fits")
               + (f" after {len(draft.notes)} change(s) listed at the top" if draft.notes else ""))
+        print(f"spec draft: as drafted: anonstream anonymize {args.input} --spec {out} --engine {draft.engine} "
+              f"{draft.engine_args}")
         if not draft.role("sensitive"):
             print("spec draft: no sensitive attribute found: cg-kanon and cg-diverse need one "
                   "(see the spec's comments)")
@@ -97,10 +109,15 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from core.errors import InputDataError
     from stream.cli._paths import check_paths
-    from stream.io.specs import load_schema
+    from stream.io.header import check_file_header
+    from stream.io.rows import rows_for_spec
+    from stream.io.specs import load_schema, resolve_spec_path
     from stream.io.tables import read_table
     from stream.specdraft.check import check_frame
+    from stream.specdraft.engine import drafted_engine
+    from stream.specdraft.fates import table
 
     if args.engine is not None:
         from core.engines.registry import get_engine
@@ -109,9 +126,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     schema = load_schema(args.spec)
     fmt = schema.spec.input
     check_paths((args.input,), encoding=fmt.encoding)
+    text = resolve_spec_path(args.spec).read_text(encoding="utf-8")
+    engine = args.engine or drafted_engine(text)
     frame = read_table(args.input, fmt.separator, fmt.columns, fmt.encoding)
     k, max_suppression = _check_defaults(args)  # the stream's defaults
-    report = check_frame(frame, schema, k, max_suppression, args.engine)
+    station = args.station
+    report = check_frame(frame, schema, k, max_suppression, engine, rows_for_spec(args.input, fmt), station)
+    try:  # a file of another spec: the spec it looks like
+        check_file_header(args.input, args.spec, schema.spec)
+    except InputDataError as exc:
+        report.issues[:] = [i for i in report.issues if i.kind != "absent"]
+        report.add("absent", exc.message)
+    fates = table(schema.spec, list(frame.columns), text)
+    width = min(max((len(c) for c, _, _ in fates), default=6), 28)
+    print(f"{'column':<{width}} {'fate':<11} why")
+    for name, fate, why in fates:
+        print(f"{name[:width]:<{width}} {fate:<11} {why}")
+    print()
     head = (f"{'column':<24} {'role':<11} {'type':<11} {'missing':>8} {'unparseable':>11} {'outside':>8}  "
             "examples / note")
     print(head)
@@ -124,6 +155,11 @@ def cmd_check(args: argparse.Namespace) -> int:
           f"on_missing = {fmt.missing_policy}" + (f" ({report.dropped_missing} rows dropped)"
                                                   if report.dropped_missing else ""))
     print(f"feasibility: {report.feasibility}")
+    if report.intake is not None and not report.intake.skipped:
+        print(f"push: {report.intake.accepted} of {report.intake.checked} rows pass push's checks"
+              + (f" (--station {station})" if station else ""))
+    if report.trial is not None:
+        print(f"engine: {report.trial.text}")
     for line in report.warnings:
         print(f"warning: {line}")
     if report.fits:
@@ -147,6 +183,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--name", help="dataset name (default: the file name)")
     d.add_argument("--max-qi", type=int, default=8, help="propose at most this many quasi-identifiers (default 8)")
     d.add_argument("--sample", type=int, default=None, help="use only the first N rows")
+    d.add_argument("--passthrough", action="append", metavar="COLUMN",
+                   help="release this column unchanged (repeatable); nothing else is ever drafted as pass-through")
     d.set_defaults(func=cmd_draft)
     c = ssub.add_parser("check", help="check a file against a spec (exit 0 fits, 1 does not)",
                         description=CHECK_HELP, formatter_class=fmt)
@@ -156,6 +194,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--max-suppression", type=float, default=None,
                    help="suppression limit for the feasibility estimate (default: the stream's, 0.05)")
     c.add_argument("--engine", default=None,
-                   help="also check what this engine needs of the spec (cg-kanon, cg-diverse: a severity table)")
+                   help="the engine to check and run on a sample (default: the one a drafted spec names)")
+    c.add_argument("--station", help="station id, as push --station fills or checks the station column")
     c.set_defaults(func=cmd_check)
     s.set_defaults(func=lambda args: (s.print_help(), 2)[1])

@@ -9,11 +9,18 @@ the ``optimal`` engine would suppress at the requested k. Verdicts come from cor
 rules the batch reader and the stream apply. Station ids (or a station's report ids) written in
 several ways that the stream takes for one (``08`` and ``8``) are named as warnings: they do not fail
 the check.
+
+Every row also goes through push's own checks (:mod:`stream.specdraft.intake`: the intake's
+``ReportValidator`` and guards, duplicate ids, ``--station``), so what the check passes, push accepts;
+and with an engine (``--engine``, else the one a drafted spec names) that engine runs on a sample of the
+usable rows (:func:`stream.specdraft.engine.trial`) and the check says whether it releases.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import pandas as pd
@@ -23,6 +30,9 @@ from core.canonical import canonical_id, collision_lines, id_collisions
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from core.schema import DatasetSpec
+from stream.io.rows import Row
+from stream.specdraft.engine import Trial, trial
+from stream.specdraft.intake import IntakeCheck, frame_rows, intake_check
 from stream.specdraft.profile import IDENTIFIER_PATTERNS, match
 
 LABELS = {checks.NOT_A_NUMBER: "unparseable", checks.NOT_WHOLE: "unparseable", checks.BAD_DATE: "unparseable",
@@ -44,7 +54,7 @@ class ColumnCheck:
 
 @dataclass(frozen=True)
 class Issue:
-    """One reason the data does not fit: ``kind`` is absent | column | key | rows | feasibility | engine;
+    """One reason the data does not fit: ``kind`` is absent | column | key | rows | feasibility | engine | intake;
     ``column`` the column (or stream key) concerned, if any."""
 
     kind: str
@@ -61,6 +71,8 @@ class CheckReport:
     dropped_missing: int = 0
     feasibility: str = ""
     warnings: list[str] = field(default_factory=list)  # worth knowing, but the data fits all the same
+    intake: IntakeCheck | None = None  # push's checks on every row
+    trial: Trial | None = None  # the engine run on a sample
 
     def add(self, kind: str, text: str, column: str | None = None) -> None:
         self.issues.append(Issue(kind, text, column))
@@ -78,9 +90,12 @@ def _examples(values: pd.Series, mask: np.ndarray, limit: int = 3) -> list[str]:
     return [repr(v) for v in pd.unique(values[mask].astype(str))[:limit]]
 
 
-def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: float,
-                engine: str | None = None) -> CheckReport:
-    """How ``frame`` fits the spec; with ``engine``, also what that engine needs of the spec."""
+def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: float, engine: str | None = None,
+                rows: Iterable[Row] | None = None, station: str | None = None,
+                now: datetime | None = None) -> CheckReport:
+    """How ``frame`` fits the spec; ``rows`` (default: the frame's) go through push's checks, with
+    ``--station`` and the plausible-time range around ``now``; with ``engine``, also what that engine needs
+    of the spec, and whether it releases a sample of the usable rows."""
     spec = schema.spec
     fmt = spec.input
     report = CheckReport(rows=len(frame))
@@ -141,6 +156,7 @@ def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: fl
             report.add("column", f"{cc.name}: " + (cc.note or f"{cc.unparseable} unparseable, {cc.outside} outside"),
                        cc.name)
     _keys(frame, spec, report)
+    _intake(report, schema, frame_rows(frame) if rows is None else rows, station, now)
     if engine is not None:
         _engine_needs(engine, spec, report)
     report.bad_rows = int(bad.sum())
@@ -151,7 +167,25 @@ def check_frame(frame: pd.DataFrame, schema: Schema, k: int, max_suppression: fl
     elif policy == "error":
         keep &= ~gone_any
     report.feasibility = _feasibility(applied[keep], schema, k, max_suppression, report)
+    if engine is not None and not any(i.kind in {"engine", "feasibility", "rows"} for i in report.issues):
+        report.trial = trial(applied[keep], schema, engine, k, max_suppression)
+        if not report.trial.releases:
+            report.add("engine", f"--engine {report.trial.text}")
     return report
+
+
+def _intake(report: CheckReport, schema: Schema, rows: Iterable[Row], station: str | None,
+            now: datetime | None) -> None:
+    """Push's checks on every row: each reason push would reject rows for is an issue."""
+    report.intake = got = intake_check(rows, schema, station, now)
+    if got.skipped or got.note:
+        report.warnings.append(f"push: {got.skipped or got.note}")
+    said = {"duplicate-id"} if any(i.kind == "key" and i.column == "id_column" for i in report.issues) else set()
+    for reason, line in zip(sorted(got.reasons, key=lambda r: (-got.reasons[r], r)), got.lines(), strict=True):
+        if reason == "missing-value":  # the spec's on_missing = "drop": dead-lettered and counted, as declared
+            report.warnings.append(f"push: on_missing = \"drop\" dead-letters {line}")
+        elif reason not in said:  # repeated ids are said once, by the id_column check
+            report.add("intake", f"push would reject {line}", reason)
 
 
 def _keys(frame: pd.DataFrame, spec: DatasetSpec, report: CheckReport) -> None:

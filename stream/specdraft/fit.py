@@ -10,7 +10,11 @@ own defaults. What fails is repaired or downgraded, and the spec's comments say 
 - sensitive values missing from the severity table -> added at the default rank;
 - a pass-through or QI that looks like an identifier -> not released;
 - a stream key absent from the file or with repeated ids -> left out (the stream's default applies);
-- not feasible -> the last-ranked QI is dropped.
+- not feasible -> the last-ranked QI is dropped;
+- the drafted engine does not release a sample of the rows -> the next engine that needs less
+  (cg-diverse -> cg-kanon -> mondrian), said in the spec;
+- push's checks reject rows (an event time outside the plausible range ...) -> written all the same,
+  with the reasons at the top of the spec, so ``spec check`` on this file says what push would do.
 
 When nothing is left to repair (no QI left, no row fits) the draft is refused with the check's
 reasons, one ``error:`` line.
@@ -25,8 +29,9 @@ import pandas as pd
 from core.encoding import Schema
 from core.errors import AnonymizationError, SpecError
 from core.schema import parse_spec
-from stream.specdraft.check import CheckReport, check_frame
+from stream.specdraft.check import CheckReport, Issue, check_frame
 from stream.specdraft.draft import Column, Draft
+from stream.specdraft.engine import cli_args, params_for
 from stream.specdraft.render import render
 from stream.specdraft.sensitive import default_rank
 
@@ -36,12 +41,27 @@ def load(text: str) -> Schema:
     return Schema.from_spec(parse_spec(tomllib.loads(text)))
 
 
-def _drop_qi(draft: Draft, col: Column, why: str, role: str = "dropped") -> None:
+TIME_REASONS = {"missing-field", "invalid-time", "implausible-time"}  # push refuses rows for the time column
+FALLBACK = {"cg-diverse": "cg-kanon", "cg-kanon": "mondrian"}  # the next engine that needs less
+
+
+def _drop_qi(draft: Draft, col: Column, why: str, role: str = "withheld") -> None:
     col.role, col.why, col.qi, col.how = role, why, None, ""
     for key, (name, _) in list(draft.keys.items()):
         if name == col.name and key != "station_column":
             del draft.keys[key]
     draft.notes.append(f"{col.name}: {why}")
+
+
+def _time_refused(issue: Issue, draft: Draft) -> bool:
+    """True if push refuses rows of ``issue`` for the drafted time column (empty, unparseable, implausible)."""
+    time_col = draft.keys.get("time_column", (None, ""))[0]
+    if time_col is None or issue.kind != "intake" or issue.column not in TIME_REASONS:
+        return False
+    if issue.column != "missing-field":
+        return True
+    fields = issue.text.split("missing or empty: ", 1)[-1].split(";")[0].split(" (value")[0]
+    return time_col in fields.split(", ")
 
 
 def _unloadable_qis(draft: Draft, source: str, sampled: bool) -> bool:
@@ -65,9 +85,23 @@ def _repair(draft: Draft, report: CheckReport, frame: pd.DataFrame) -> bool:
     repaired = False
     for issue in report.issues:
         col = cols.get(issue.column or "")
+        if issue.kind == "intake" and _time_refused(issue, draft):
+            time_col = draft.keys.pop("time_column")[0]
+            draft.notes.append(f"time_column '{time_col}' left out: {issue.text}; without it push refuses the file "
+                               "whole, so this spec is for anonymize (declare a time column push accepts to push)")
+            repaired = True
+        if issue.kind == "intake":  # push's verdicts on rows the repairs below may change: checked again
+            continue
         if issue.kind == "key" and issue.column in draft.keys:
             draft.keys.pop(issue.column)
             draft.notes.append(f"{issue.column} left out ({issue.text})")
+            if issue.column == "id_column":
+                draft.keys.pop("id_scope", None)
+            repaired = True
+        elif issue.kind == "engine" and draft.engine in FALLBACK:
+            old, draft.engine = draft.engine, FALLBACK[draft.engine]
+            draft.engine_why = f"{old} does not release a sample of these rows; {draft.engine} needs less"
+            draft.notes.append(f"engine {old} -> {draft.engine} ({issue.text})")
             repaired = True
         elif issue.kind == "column" and col is not None:
             cc = checks[col.name]
@@ -87,7 +121,7 @@ def _repair(draft: Draft, report: CheckReport, frame: pd.DataFrame) -> bool:
                 _drop_qi(draft, col, f"spec check refused it as a QI ({issue.text.split(': ', 1)[-1]})",
                          "identifier" if looks else "dropped")
             elif col.role == "passthrough":
-                col.role, col.why = "dropped", f"not released: spec check said {issue.text.split(': ', 1)[-1]}"
+                col.role, col.why = "withheld", f"not released: spec check said {issue.text.split(': ', 1)[-1]}"
                 draft.notes.append(f"{col.name}: {col.why}")
             else:
                 return False
@@ -105,6 +139,7 @@ def fit(draft: Draft, frame: pd.DataFrame, source: str, sampled: bool, k: int, m
     for _ in range(len(draft.columns) + 5):
         if not draft.role("qi"):
             break
+        draft.engine_args = cli_args(params_for(draft.engine, k, max_suppression)) if draft.engine else ""
         if _unloadable_qis(draft, source, sampled):
             continue
         text = render(draft, source, sampled)
@@ -112,9 +147,12 @@ def fit(draft: Draft, frame: pd.DataFrame, source: str, sampled: bool, k: int, m
             schema = load(text)
         except (AnonymizationError, tomllib.TOMLDecodeError) as exc:
             raise SpecError(f"spec draft wrote a spec that does not load: {str(exc).splitlines()[0]}") from None
-        report = check_frame(frame, schema, k, max_suppression)
+        report = check_frame(frame, schema, k, max_suppression, draft.engine or None)
         if report.fits:
             return text
+        if all(i.kind == "intake" and not _time_refused(i, draft) for i in report.issues):  # said at the top
+            draft.push_notes = [i.text for i in report.issues]
+            return render(draft, source, sampled)
         if not _repair(draft, report, frame):
             raise SpecError("spec draft could not write a spec this file fits: " + "; ".join(report.problems[:3]))
     raise SpecError("no quasi-identifier the data fits found by name or type; write the [[qi]] entries by hand "

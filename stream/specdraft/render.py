@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 from stream.specdraft.draft import Draft
+from stream.specdraft.fates import draft_lines
 
 
 def q(s: str) -> str:
@@ -40,7 +41,19 @@ def comment(text: str, first: str = "# ", rest: str = "#   ") -> list[str]:
 def render(d: Draft, source: str, sampled: bool) -> str:
     out = [f"# Drafted by `anonstream spec draft` from {source} ({d.rows} rows{', a sample' if sampled else ''}).",
            "# Review every role below; `anonstream spec check FILE --spec THIS` shows how the data fits.",
-           "# Rules: docs/spec.md, 'How spec draft decides'."]
+           "# Rules: docs/spec.md, 'How spec draft decides'.", ""]
+    out += draft_lines(d)
+    out.append("")
+    if d.engine:
+        out.append(f"# engine: {d.engine} {d.engine_args} -- {' '.join(d.engine_why.split())}")
+        out.append(f"#   as drafted: anonstream anonymize FILE --spec THIS --engine {d.engine} {d.engine_args}")
+    if "id_column" not in d.keys:
+        out += comment("No id_column: push needs a report id unique in the file (default column report_id), and "
+                       "this file has none, so as drafted this spec is for anonymize.")
+    if d.push_notes:
+        out.append("# Push's checks on the drafted rows reject some (the draft cannot repair this):")
+        for note in d.push_notes:
+            out += comment(note, "#   - ", "#     ")
     if d.notes:
         out.append("# Changed after `spec check` on the drafted rows:")
         for note in d.notes:
@@ -50,7 +63,7 @@ def render(d: Draft, source: str, sampled: bool) -> str:
     out.append("")
     for role, title in (("identifier", "Direct identifiers: dropped before anything else"),
                         ("passthrough", "Pass-through: released unchanged"),
-                        ("dropped", "Not listed anywhere, so never released")):
+                        ("withheld", "Withheld: not listed anywhere, so never released")):
         cols = d.role(role)
         out.append(f"# {title}:")
         for c in cols:
@@ -64,8 +77,16 @@ def render(d: Draft, source: str, sampled: bool) -> str:
         out.append("")
     out.append('unknown = "error"   # a value outside a hierarchy is refused, never released')
     for key, (col, why) in d.keys.items():
-        out.append(f"{key} = {q(col)}   # {why}")
+        out.append(f"{key} = {q(col)}")
+        out += comment(f"{key}: {why}", "#   ", "#     ")
     out.append("")
+    if d.station_map:
+        out += comment(f"station_map: {d.station_map_why}. The intake routes each report by its mapped id; the "
+                       "column's own value is what a QI sees. Review the ids: they name the stations' windows, "
+                       "budgets and releases.")
+        out.append("[station_map]")
+        out += [f"{q(k)} = {q(v)}" for k, v in d.station_map.items()]
+        out.append("")
     out.append("[input]")
     out.append(f"missing = {value(d.missing_tokens)}   # cells that mean 'missing' besides empty ones")
     if d.missing_why:
@@ -107,8 +128,8 @@ def render(d: Draft, source: str, sampled: bool) -> str:
         out.append("")
         out.append("[sensitive.severity]")
         for v, s in d.severity.items():
-            note = d.severity_note.get(v)
-            out.append(f"{q(v)} = {s}" + (f"   # {' '.join(note.split())}" if note else ""))
+            said = d.severity_note.get(v)
+            out.append(f"{q(v)} = {s}" + (f"   # {' '.join(said.split())}" if said else ""))
     else:
         out += comment("No sensitive attribute found by name or content (offence, charge, crime, outcome, "
                        "diagnosis, income...). The CG engines (cg-kanon, cg-diverse) need one with a severity "
