@@ -46,7 +46,8 @@ def test_range_engines_release_declared_date_formats_verified(tmp_path: Path, ca
     (tmp_path / "spec.toml").write_text(SPEC.format(fmt=fmt))
     out = tmp_path / "released.csv"
     assert main(["anonymize", str(tmp_path / "export.csv"), "--spec", str(tmp_path / "spec.toml"),
-                 "--engine", engine, "-k", "4", "--bands", bands, "--out", str(out)]) == 0
+                 "--engine", engine, "-k", "4", "--bands", bands, "--out", str(out),
+                 *(["--param", "nesting_fallback=false"] if bands == "nested" else [])]) == 0  # strict nodes
     printed = capsys.readouterr().out
     assert f"{engine}: released 48 rows" in printed and "k=4" in printed and "VERIFICATION FAILED" not in printed
     labels = pd.read_csv(out, dtype=str)["arrested"]
