@@ -144,5 +144,21 @@ def _frame(p: Path, cols: list[str], lines: list[int], values: list, codec: str 
     if not lines:
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     df = pd.DataFrame({c: np.asarray(v, dtype=object) for c, v in zip(cols, values)}, columns=cols)
-    df.attrs.update(lines=np.asarray(lines, dtype=np.int64), first_line=lines[0], encoding=codec)
+    df.attrs.update(lines=LineMap(np.asarray(lines, dtype=np.int64)), first_line=lines[0], encoding=codec)
     return df
+
+
+class LineMap:
+    """Each row's file line by position, kept in ``frame.attrs``. pandas compares the attrs of frames it
+    concatenates with ``==``, which a bare array answers element-wise (and fails on): this compares by identity."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, lines: np.ndarray) -> None:
+        self.lines = lines
+
+    def __getitem__(self, position: int) -> int:
+        return int(self.lines[position])
+
+    def __len__(self) -> int:
+        return len(self.lines)
