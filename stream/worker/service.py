@@ -32,7 +32,6 @@ from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
-from stream.worker.delay import delay_tick
 from stream.worker.faults import crash_at, stop_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
@@ -189,7 +188,12 @@ class WorkerService:
     async def _claim_due(self, send: SendFn) -> None:
         """Claim due windows while release slots are free and release each in the background."""
         free = self.settings.release_concurrency - self._computing
-        if await delay_tick(self) or free <= 0:  # delay mode releases no windows (stream/worker/delay.py)
+        if self.settings.delay.enabled:  # delay mode releases no windows (stream/worker/delay.py)
+            from stream.worker.delay import delay_tick  # CASTLE's kernels (numba) load only in delay mode
+
+            await delay_tick(self)
+            return
+        if free <= 0:
             return
         for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
             if free <= 0:
