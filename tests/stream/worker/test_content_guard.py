@@ -136,7 +136,10 @@ def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type
 
 
 def test_stream_release_order_is_independent_of_arrival_order(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The same reports arriving in two orders give the same stored records in the same order."""
+    """The same reports arriving in two orders give the same stored records in the same order (the two
+    ledgers share one deployment id, as a copy of a ledger would: release ids, and so the publication order,
+    depend on it)."""
+    from db.deployment import DeploymentRow
     from db.models import ReleaseRecords
 
     reports = day_of_reports(1, 120, seed=9)["S1"]
@@ -147,6 +150,8 @@ def test_stream_release_order_is_independent_of_arrival_order(pg, tmp_path) -> N
         settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
                             idle_timeout_s=1.0, engine="optimal")
         db = Database(url)
+        with db.unit() as s:
+            s.add(DeploymentRow(id=1, deployment_id="0" * 32))
         orch = Orchestrator(settings, db, load_schema(settings.spec), "order-test")
         now = datetime(2030, 1, 1, tzinfo=UTC)
         _ingest(settings, PoolRepository(db, window_policy(settings)), order, now)
