@@ -71,6 +71,7 @@ def test_report_and_health_in_chromium(tmp_path: Path) -> None:
         shots["report"] = tmp_path / "signoff-report.png"
         browser.screenshot(shots["report"])
 
+        heartbeat(seeded.db, "worker-a", datetime.now(UTC), [0, 1])  # a live worker: the held window leads
         browser.get(f"{console.url}/health")  # a held window (the seeded H1) and fresh dead letters
         line = browser.text(browser.find_all("b.verdict-line")[0])
         assert line.startswith(f"ACTION NEEDED: window {seeded.held_window} held") and "release after review" in line
@@ -88,7 +89,7 @@ def test_report_and_health_in_chromium(tmp_path: Path) -> None:
         browser.get(f"{console.url}/health")
         line = browser.text(browser.find_all("b.verdict-line")[0])
         assert line.startswith("ACTION NEEDED: no worker running since "), line
-        assert "(40 min ago: last heartbeat of worker-a)" in line, line
+        assert "(40 min ago: last heartbeat, worker-a)" in line, line
         shots["health-dead-worker"] = tmp_path / "health-dead-worker.png"
         browser.screenshot(shots["health-dead-worker"])
         url = seeded.settings.db_url()
