@@ -115,7 +115,8 @@ class WorkerService:
                                         s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
         result = await self._persist(accepted, batch.rejections, now)
-        stop_at("stop-after-ingest", s.fault_point)
+        if accepted:  # a batch of markers alone puts nothing in the pool
+            stop_at("stop-after-ingest", s.fault_point)
         for i, reason, message in result.refused:
             dead.append(dead_letter(batch.raws[i], reason, message, accepted[i].station_id, now))
         if dead:
