@@ -27,6 +27,7 @@ from pathlib import Path
 
 from core.errors import ParamsError
 from stream.ops.broker import EmbeddedBroker, free_port
+from stream.testing.debian import apt_install
 
 START_ATTEMPTS = 5  # fresh ports tried when a server cannot bind its port (taken by someone else)
 
@@ -46,11 +47,7 @@ def _pg_bindir() -> Path | None:
 
 
 def _install_postgres() -> Path | None:
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        return None
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update"], check=False, capture_output=True, env=env)
-    subprocess.run(["apt-get", "install", "-y", "postgresql"], check=False, capture_output=True, env=env)
+    apt_install(["postgresql"], lambda: _pg_bindir() is not None)
     return _pg_bindir()
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from stream.ops.broker import free_port
+from stream.testing.debian import apt_install
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -33,13 +33,8 @@ def ensure_chromium() -> tuple[str, str]:
     def find() -> tuple[str | None, str | None]:
         return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
 
+    apt_install(["chromium", "chromium-driver"], lambda: all(find()))
     chromium, driver = find()
-    if not (chromium and driver) and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update"], env=env, capture_output=True, check=False, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "chromium", "chromium-driver"], env=env, capture_output=True,
-                       check=False, timeout=1200)
-        chromium, driver = find()
     if not (chromium and driver):
         pytest.skip("chromium / chromedriver not installed and could not be installed with apt-get")
     return chromium, driver
