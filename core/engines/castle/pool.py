@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.engines.castle.kernels import cover_best, join_il, join_one
+from core.engines.castle.kernels import cover_best, join_il, join_il_lca, join_one
 from core.engines.castle.space import HULL_EPS, Space
 
 
@@ -90,8 +90,8 @@ class OpenPool:
     def join_costs(self, xlo: np.ndarray, xhi: np.ndarray, xlvl: np.ndarray) -> np.ndarray:
         """Loss of every open cluster joined with the cluster ``(xlo, xhi, xlvl)`` (+inf for free slots)."""
         sp = self.space
-        return join_il(self.lo, self.hi, self.lvl, self.active, xlo, xhi, xlvl, sp.maps, sp.cost, sp.ordered,
-                       sp.vals, sp.weights, HULL_EPS)
+        return join_il_lca(self.lo, self.hi, self.lvl, self.active, xlo, xhi, xlvl, sp.maps, sp.leafcost, sp.tree,
+                           sp.ordered, sp.vals, sp.weights, HULL_EPS)
 
     def enlarge(self, slot: int, xlo: np.ndarray, xhi: np.ndarray, xlvl: np.ndarray) -> None:
         """Grow ``slot``'s generalisation to cover ``(xlo, xhi, xlvl)`` and update its loss."""

@@ -15,6 +15,7 @@ clusters under the same band the one with the nearest values wins.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +46,23 @@ class Space:
     @property
     def d(self) -> int:
         return int(self.maps.shape[0])
+
+    @cached_property
+    def leafcost(self) -> np.ndarray:
+        """``leafcost[a, l, leaf]``: the cost of the level-``l`` node above ``leaf`` (one look-up, not two)."""
+        return np.take_along_axis(self.cost, self.maps.astype(np.int64), axis=2)
+
+    @cached_property
+    def tree(self) -> np.ndarray:
+        """Per QI: is the smallest node covering two clusters found from one leaf of each (the node of their
+        common ancestor)? True for categorical QIs; for ordered ones when every node's leaves are contiguous,
+        so that the node over an interval's end covers the interval."""
+        out = ~self.ordered
+        for a in np.flatnonzero(self.ordered):
+            m = self.maps[a]
+            starts = np.concatenate([np.ones((m.shape[0], 1), bool), m[:, 1:] != m[:, :-1]], axis=1)
+            out[a] = all(len(np.unique(row[st])) == int(st.sum()) for row, st in zip(m, starts, strict=True))
+        return out
 
     @classmethod
     def from_batch(cls, batch: EncodedBatch) -> Space:
