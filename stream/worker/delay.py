@@ -23,7 +23,6 @@ protected rows. So are l other than distinct, t-closeness and QIs without stable
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 import time
@@ -243,16 +242,3 @@ class DelayRunner:
         finally:
             self.repo.hook = None
 
-
-async def delay_tick(service: Any) -> bool:
-    """The worker's hook (:meth:`stream.worker.service.WorkerService._claim_due`): in delay mode run one step of
-    every key off the event loop and return True (no window is claimed); False otherwise. Its stored releases
-    are published by the same tick (``publish_pending``)."""
-    if not service.settings.delay.enabled:
-        return False
-    runner = service.__dict__.get("_delay_runner")
-    if runner is None:
-        runner = service._delay_runner = DelayRunner(service.settings, service.db, service.schema, service.worker,
-                                                     service._closing)
-    await asyncio.to_thread(runner.tick)
-    return True

@@ -32,6 +32,7 @@ from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dead_letter, dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
+from stream.worker.delay_hook import delay_tick
 from stream.worker.faults import crash_at, stop_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
@@ -107,8 +108,7 @@ class WorkerService:
         report ids and window floods. Dead letters are sent after the pool write; a crash in between
         redelivers the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
         """
-        s = self.settings
-        now = datetime.now(UTC)
+        s, now = self.settings, datetime.now(UTC)
         headers = self.markers.report_headers(values, headers)  # batch markers are never reports: their headers
         values, ends = await self.markers.before(values, now)  # go too (stream/wire/markers.py)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
@@ -189,12 +189,7 @@ class WorkerService:
     async def _claim_due(self, send: SendFn) -> None:
         """Claim due windows while release slots are free and release each in the background."""
         free = self.settings.release_concurrency - self._computing
-        if self.settings.delay.enabled:  # delay mode releases no windows (stream/worker/delay.py)
-            from stream.worker.delay import delay_tick  # CASTLE's kernels (numba) load only in delay mode
-
-            await delay_tick(self)
-            return
-        if free <= 0:
+        if await delay_tick(self) or free <= 0:  # delay mode releases no windows (stream/worker/delay_hook.py)
             return
         for wid, why in await asyncio.to_thread(self.orchestrator.due, datetime.now(UTC)):
             if free <= 0:
