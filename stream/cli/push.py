@@ -137,8 +137,9 @@ def cmd_push(args: argparse.Namespace) -> int:
             yield item
 
     # a first pass, before anything is sent: repeated report ids (and a malformed JSON line stops here)
-    repeated = repeated_ids(counted(), spec.id_column or "report_id", station_col,
-                            args.station, global_ids=spec.id_scope == "global")
+    areas = {str(k).strip(): v for k, v in spec.station_map.items()}  # an area name keys its mapped station
+    repeated = repeated_ids(counted(), spec.id_column or "report_id", station_col, args.station,
+                            global_ids=spec.id_scope == "global", station_map=areas)
     total = seen[0]
     for line in collision_lines("station", id_collisions(spellings)):
         print(f"push: warning: {line}", file=sys.stderr)

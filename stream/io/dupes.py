@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -63,9 +63,12 @@ def _dupes_earlier(run: np.ndarray, earlier: np.ndarray, found: dict[int, int]) 
 
 
 def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: str | None,
-                 run_rows: int = 250_000, global_ids: bool = False) -> dict[int, int]:
+                 run_rows: int = 250_000, global_ids: bool = False,
+                 station_map: Mapping[str, str] | None = None) -> dict[int, int]:
     """``{line: first line}`` for every row whose (station, report id) appeared on an earlier line; with
-    ``global_ids`` (department-wide ids) every row whose report id did, whatever its station."""
+    ``global_ids`` (department-wide ids) every row whose report id did, whatever its station. A station
+    value ``station_map`` lists (the spec's, keys trimmed) is its mapped id, as the worker keys it: an
+    area name and its station id are one station."""
     found: dict[int, int] = {}
     with tempfile.TemporaryDirectory(prefix="anonstream-ids-") as tmp:
         paths: list[Path] = []
@@ -85,7 +88,8 @@ def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: st
             rid = row.get(id_col)
             if rid in (None, ""):
                 continue
-            st = "*" if global_ids else station if station is not None else str(row.get(station_col) or "")
+            given = row.get(station_col)
+            st = "*" if global_ids else station if station is not None else _station(given, station_map)
             keys.append(_digest(canonical_id(st), canonical_id(rid)))
             lines.append(line)
             if len(keys) >= run_rows:
@@ -95,6 +99,12 @@ def repeated_ids(rows: Iterator[Row], id_col: str, station_col: str, station: st
             close_run(keys, lines)
     # a row repeated three times points at the very first line, not the second
     return {line: _root(found, first) for line, first in found.items()}
+
+
+def _station(value: object, station_map: Mapping[str, str] | None) -> str:
+    """The station a row's station value keys: through ``station_map`` when listed there."""
+    text = str(value or "")
+    return station_map.get(text.strip(), text) if station_map else text
 
 
 def _root(found: dict[int, int], line: int) -> int:

@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from core.canonical import canonical_id
 from stream.intake.validate import Rejected, ReportValidator
 from stream.io.dupes import repeated_ids
 from stream.io.header import needed_columns
 from stream.io.rows import Row
-from stream.station.producer import as_sent
+from stream.station.producer import as_sent, other_station
 
 if TYPE_CHECKING:
     from core.encoding import Schema
@@ -88,7 +87,8 @@ def intake_check(rows: Iterable[Row], schema: Schema, station: str | None = None
         station = ONE_STATION
         out.note = (f"no station column '{station_col}' in the file: push needs --station (checked as one "
                     "station's export)")
-    repeated = repeated_ids(iter(batch), id_col, station_col, station, global_ids=spec.id_scope == "global")
+    repeated = repeated_ids(iter(batch), id_col, station_col, station, global_ids=spec.id_scope == "global",
+                            station_map=validator.station_map)
     for line, raw in batch:
         out.checked += 1
         problem = _problem(validator, line, raw, station, repeated.get(line), now)
@@ -109,8 +109,8 @@ def _problem(validator: ReportValidator, line: int, raw: dict[str, Any], station
     """``(reason, message with the value)`` if push rejects the row, as :func:`push_reports` decides."""
     row = as_sent(raw, validator.station_col, None)
     if station is not None:
-        given = row.get(validator.station_col)
-        if given not in (None, "") and canonical_id(given) != canonical_id(station):
+        given = other_station(validator, row, station)
+        if given is not None:
             return "station-mismatch", f"field '{validator.station_col}' does not match --station ({given!r})"
         row[validator.station_col] = station
     if earlier is not None:

@@ -93,6 +93,20 @@ def as_sent(raw: dict[str, Any], station_col: str, station: str | None) -> dict[
     return row
 
 
+def other_station(validator: ReportValidator, row: dict[str, Any], station: str) -> Any:
+    """The row's station value when it names another station than ``--station``, else None (empty: filled).
+
+    Both sides are compared as the worker keys them: through the spec's ``station_map`` (a row writing
+    the area name ``Queens North`` is the station it maps to), then in canonical form (``08`` is ``8``).
+    """
+    given = row.get(validator.station_col)
+    if given in (None, ""):
+        return None
+    mine = validator.station_value({validator.station_col: given})
+    wanted = validator.station_value({validator.station_col: station})
+    return None if canonical_id(mine) == canonical_id(wanted) else given
+
+
 def _jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
     """Plain JSON values: NaN -> None, timestamps -> ISO-8601, numpy scalars -> Python scalars."""
     out: dict[str, Any] = {}
@@ -141,8 +155,8 @@ def push_reports(rows: Iterable[Row], schema: Schema, producer: Any, topic: str,
             earlier = repeated.get(line)
             row = _jsonable_row(dict(raw))
             if station is not None:
-                given = row.get(station_col)
-                if given not in (None, "") and canonical_id(given) != canonical_id(station):
+                given = other_station(validator, row, station)
+                if given is not None:
                     reject(line, raw, Rejection(line, "station-mismatch",
                                                 f"field '{station_col}' does not match --station",
                                                 RejectDetail(station_col, str(given))))
