@@ -7,12 +7,15 @@ import shutil
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stream.cli._worker_options import overrides, quiet, worker_options
 from stream.config.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from db import ReleaseRepository
 
 DEMO_HELP = """\
 Run the whole service on this machine: embedded broker, SQLite under ./var/demo, a worker and
@@ -116,33 +119,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
             ready.bootstrap_servers(), ready.topic_releases, ready.topic_anonymized, on_release, stop.is_set),
             kwargs={"public_key": public_key})
         follower.start()
-        reports = generate_day(args.stations, args.reports, args.seed, day)
-        extra = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])][: args.bad]
-        # one push, one batch: each station's windows close when its end marker says every report of it is
-        # in, never because the worker (on a loaded machine) took a while to read them (db/batches.py)
-        producer = BatchProducer(make_producer(ready.bootstrap_servers()), ready.topic_reports)
-        pushed = push_day(producer, ready.topic_reports, reports, extra)
-        producer.end_batch()
-        producer.close()
-        print(f"demo: {args.stations} station(s) pushed {pushed} reports ({len(extra)} malformed)", flush=True)
+        # one push a day, one batch each, the next day pushed once the last is released (a station's daily
+        # export): a station's windows close when its end marker says every report of it is in, never because
+        # the worker (on a loaded machine) took a while to read them (db/batches.py)
+        kafka = make_producer(ready.bootstrap_servers())
         repo = ReleaseRepository(Database(ready.db_url()))
-        delay = ready.delay.enabled
-        ok = False
-        acc: dict[str, int] = {}
-        while time.monotonic() - started < args.timeout:
-            if any(w.poll() is not None for w in workers):
-                print("demo: a worker exited unexpectedly; see its log under " + str(ready.data_dir), file=sys.stderr)
+        pushed, bad, ok, acc = 0, 0, True, {}
+        for i in range(args.days):
+            producer = BatchProducer(kafka, ready.topic_reports)
+            reports = generate_day(args.stations, args.reports, args.seed + i, day + timedelta(days=i))
+            extra = [(st, raw) for st, rs in reports.items() for raw in bad_reports(st, rs[0])][: args.bad * (i == 0)]
+            sent = push_day(producer, ready.topic_reports, reports, extra)
+            pushed, bad = pushed + sent, bad + len(extra)
+            producer.end_batch()
+            when = f" of {(day + timedelta(days=i)).date()}" if args.days > 1 else ""
+            print(f"demo: {args.stations} station(s) pushed {sent} reports{when} ({len(extra)} malformed)", flush=True)
+            ok, acc = _settle(repo, workers, pushed, printed, ready, started + args.timeout)
+            if not ok:
                 break
-            acc = repo.accounting()
-            accounted = sum(acc.get(k, 0) for k in ("released", "suppressed", "blocked", "dlq", "duplicate",
-                                                    "correction"))
-            if delay:  # a delay-mode key's day windows only route reports: done once none is pending
-                acc["windows_open"] = 0 if acc.get("pending", 0) == 0 else 1
-            if (accounted + acc.get("pending", 0) >= pushed and acc.get("windows_open", 1) == 0
-                    and acc.get("releases_stored", 1) == 0 and len(printed) >= acc.get("releases_published", 0)):
-                ok = True
-                break
-            time.sleep(0.5)
+        kafka.close()
         stop.set()
         follower.join(timeout=5)
         for w in workers:
@@ -172,12 +167,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
               "  anonstream run --detach   # a worker on the demo's ledger: it re-publishes the demo's releases, so\n"
               "                            # `anonstream releases verify latest` can read them back; `anonstream stop`",
               flush=True)
+        if args.days > 1:
+            last = (day + timedelta(days=args.days - 1)).date()
+            print(f"  anonstream releases report --since {day.date()} --until {last} --out signoff.html"
+                  "   # one sign-off for the period", flush=True)
     if not ok:
         print(f"error: demo did not finish within {args.timeout:.0f}s", file=sys.stderr)
         return 1
     if args.clean:
         shutil.rmtree(settings.data_dir, ignore_errors=True)
     return 0
+
+
+def _settle(repo: ReleaseRepository, workers: list[Any], pushed: int, printed: list[str], ready: Settings,
+            deadline: float) -> tuple[bool, dict[str, int]]:
+    """Wait until every pushed report is accounted for and every release published (True), a worker exits or
+    the deadline passes (False); returns the ledger's accounting too."""
+    acc: dict[str, int] = {}
+    while time.monotonic() < deadline:
+        if any(w.poll() is not None for w in workers):
+            print("demo: a worker exited unexpectedly; see its log under " + str(ready.data_dir), file=sys.stderr)
+            return False, acc
+        acc = repo.accounting()
+        accounted = sum(acc.get(k, 0) for k in ("released", "suppressed", "blocked", "dlq", "duplicate",
+                                                "correction"))
+        if ready.delay.enabled:  # a delay-mode key's day windows only route reports: done once none is pending
+            acc["windows_open"] = 0 if acc.get("pending", 0) == 0 else 1
+        if (accounted + acc.get("pending", 0) >= pushed and acc.get("windows_open", 1) == 0
+                and acc.get("releases_stored", 1) == 0 and len(printed) >= acc.get("releases_published", 0)):
+            return True, acc
+        time.sleep(0.5)
+    return False, acc
 
 
 def _runnable(program: str) -> str:
@@ -192,13 +212,23 @@ def _runnable(program: str) -> str:
     return str(here.relative_to(Path.cwd())) if here.is_relative_to(Path.cwd()) else str(here)
 
 
+def _days(text: str) -> int:
+    """``--days``: a whole number of days from 1 to 366."""
+    if not text.isdigit() or not 1 <= int(text) <= 366:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days from 1 to 366")
+    return int(text)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", parents=[worker_options()],
                        help="embedded broker + worker + simulated stations, one day",
                        description=DEMO_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("--stations", type=int, default=3, help="simulated stations (default 3)")
     d.add_argument("--reports", type=int, default=2000, help="reports per station for the day (default 2000)")
-    d.add_argument("--day", default="2024-03-01", help="event day (default 2024-03-01)")
+    d.add_argument("--day", default="2024-03-01", help="event day (default 2024-03-01); the first with --days")
+    d.add_argument("--days", type=_days, default=1,
+                   help="consecutive days pushed, one batch a day (default 1); then try the period sign-off, "
+                        "`anonstream releases report --since DAY --until LAST_DAY --out signoff.html`")
     d.add_argument("--seed", type=int, default=7, help="generator seed (default 7)")
     d.add_argument("--bad", type=int, default=3, help="malformed reports to include (default 3)")
     d.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
