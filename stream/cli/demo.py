@@ -124,7 +124,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # the worker (on a loaded machine) took a while to read them (db/batches.py)
         kafka = make_producer(ready.bootstrap_servers())
         repo = ReleaseRepository(Database(ready.db_url()))
-        pushed, bad, ok, acc = 0, 0, True, {}
+        pushed, bad, ok = 0, 0, True
+        acc: dict[str, int] = {}
         for i in range(args.days):
             producer = BatchProducer(kafka, ready.topic_reports)
             reports = generate_day(args.stations, args.reports, args.seed + i, day + timedelta(days=i))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from stream.config.settings import Settings, secret_value
 from stream.worker.throttle import FailureLog
@@ -106,7 +107,7 @@ def _wants_html(request: web.Request) -> bool:
     return request.method in ("GET", "HEAD") and not (request.path == "/api" or request.path.startswith("/api/"))
 
 
-def make_auth_middleware(guard: TokenGuard) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
+def make_auth_middleware(guard: TokenGuard) -> Middleware:
     """Production: every read needs the token (header) or the session cookie; controls check it themselves."""
 
     @web.middleware

@@ -87,7 +87,7 @@ async def login(request: web.Request) -> web.Response:
 
 
 def actor_of(request: web.Request, form: dict[str, str]) -> str:
-    name = form.get("actor") or request.headers.get("X-Operator", "")
+    name = form.get("actor") or request.headers.get("X-Operator") or ""
     name = re.sub(r"[^A-Za-z0-9 ._@-]", "", name).strip()[:60]
     return f"operator:{name}" if name else "operator"
 

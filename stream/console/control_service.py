@@ -5,7 +5,7 @@ transaction, or re-verifies a release from the output topic, for the web layer's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from db import console_queries as q
 from stream.console import controls
@@ -17,6 +17,14 @@ class ConsoleControls:
 
     db: Any
     settings: Any
+
+    if TYPE_CHECKING:  # the host's own methods (stream/console/service.py), declared for the type checker
+        def _read(self) -> Any: ...
+        def scrub_words(self) -> set[str]: ...
+        def _spec_info(self, schema: Any = None) -> tuple[list[str] | None, str | None,
+                                                           dict[str, float] | None]: ...
+        def _schema_of(self, release_id: str) -> Any: ...
+        def _feed_of(self, release_id: str) -> Any: ...
 
     def pause(self, station: str, paused: bool, actor: str, note: str | None = None) -> dict[str, Any]:
         return controls.set_paused(self.db, station, paused, actor, note)

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from sqlalchemy import update
 
 from db.models import AuditEntry, StationControl, Window
-from db.session import Database, insert_ignore
+from db.session import Database, insert_ignore, rowcount
 from db.window_state import request_flush
 from db.windows import WindowPolicy
 from stream.console.redact import scrub
@@ -56,7 +56,7 @@ def set_paused(db: Database, station: str, paused: bool, actor: str, note: str |
     with db.unit() as s:
         res = s.execute(update(StationControl).where(StationControl.station_id == station)
                         .values(paused=paused, updated_at=now, updated_by=actor))
-        if res.rowcount == 0:
+        if rowcount(res) == 0:
             insert_ignore(s, StationControl.__table__, [{"station_id": station, "paused": paused, "updated_at": now,
                                                          "updated_by": actor}], ["station_id"])
             s.execute(update(StationControl).where(StationControl.station_id == station)
@@ -83,7 +83,7 @@ def release_held_window(db: Database, window_id: str, actor: str, mode: ReleaseM
                                   else {"state": "carried", "hold_reason": f"released by {actor} after review",
                                         "closed_at": now})
         res = s.execute(update(Window).where(Window.id == window_id, Window.state == "held").values(**values))
-        if res.rowcount != 1:
+        if rowcount(res) != 1:
             raise ControlError("window changed state meanwhile; reload and retry", 409)
         detail: dict[str, Any] = {"mode": mode, "previous_reason": scrub(previous, scrub_words)}
         if note:

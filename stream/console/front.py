@@ -28,7 +28,7 @@ def recompute_front(schema: Any, sample: list[tuple[int, dict[str, Any]]], engin
                     params: dict[str, Any], seed: int, k_stored: int | None) -> dict[str, Any]:
     """Re-run the PBG-EA search of a stored release; returns the front rows and the chosen member."""
     from core.encoding import encode
-    from core.engines.pbg.engine import front_rows
+    from core.engines.pbg.engine import PBGParams, front_rows
     from core.engines.registry import get_engine, make_params
 
     if not sample:
@@ -38,6 +38,7 @@ def recompute_front(schema: Any, sample: list[tuple[int, dict[str, Any]]], engin
     if not hasattr(engine, "search"):
         return {"front": [], "source": "unavailable", "note": f"engine {engine_name} has no front"}
     p = make_params(engine, params)
+    assert isinstance(p, PBGParams)  # an engine with a front is PBG-EA
     frame = pd.DataFrame([d for _i, d in sample], index=pd.Index([i for i, _d in sample]))
     batch = encode(frame, schema)
     front, diag = engine.search(batch, p, np.random.default_rng([seed, 1]))

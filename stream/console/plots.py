@@ -11,7 +11,7 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "anonstream", "font.size": 9}
+_RC: Any = {"svg.fonttype": "none", "svg.hashsalt": "anonstream", "font.size": 9}
 
 
 def _svg(fig: Figure) -> str:

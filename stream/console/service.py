@@ -205,7 +205,8 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             fr = self.front(release_id)
             if fr is None:
                 return None
-            note = {"recomputed": "recomputed from the stored sample and seed"}.get(fr.get("source"), fr.get("note"))
+            note = ("recomputed from the stored sample and seed" if fr.get("source") == "recomputed"
+                    else fr.get("note"))
             return plots.front_svg(fr["points"], note)
         detail = self.release(release_id)
         if detail is None:
