@@ -79,13 +79,19 @@ def cmd_draft(args: argparse.Namespace) -> int:
 
     check_paths((args.input,))
     check_output("--out", args.out, stdout_ok=True)  # "-": print it
-    frame = read_table(args.input)
+    columns, headerless = _columns(args)
+    frame = read_table(args.input, columns=columns)
     sampled = args.sample is not None and len(frame) > args.sample
     if sampled:
         frame = frame.iloc[: args.sample]
     name = args.name or Path(args.input).stem
     draft = make_draft(frame.astype(object).where(frame.notna(), pd.NA), name, max_qi=args.max_qi,
                        passthrough=tuple(args.passthrough or ()))
+    draft.input_columns = columns
+    if headerless:
+        draft.review.insert(0, f"The file has no header row ({headerless}): its columns are named column_1 ... "
+                               f"column_{len(columns or ())} in [input] columns. Name them: draft again with "
+                               "--columns NAME,NAME,... (the roles then follow the names), or add a header row.")
     if not draft.role("qi"):
         raise SpecError("no quasi-identifier found by name or type; write the [[qi]] entries by hand (docs/spec.md)")
     k, max_suppression = _check_defaults(args)
@@ -106,6 +112,26 @@ def cmd_draft(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _columns(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, str]:
+    """The column names of a file without a header row: ``--columns``, else ``column_1`` ... when its first
+    row reads as data (and why), else None (the first row is the header)."""
+    from core.errors import ParamsError
+    from stream.specdraft.headerless import first_row_is_data, generic_names
+
+    if args.columns:
+        names = tuple(n.strip() for n in args.columns.split(","))
+        if not all(names) or len(set(names)) < len(names):
+            raise ParamsError(f"--columns: {args.columns!r} must name each column once, separated by commas",
+                              reason="invalid-option")
+        cells = len(generic_names(args.input))
+        if len(names) != cells:
+            raise ParamsError(f"--columns names {len(names)} column(s); the file's rows have {cells}",
+                              reason="invalid-option")
+        return names, ""
+    why = first_row_is_data(args.input)
+    return (generic_names(args.input), why) if why else (None, "")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -183,6 +209,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--name", help="dataset name (default: the file name)")
     d.add_argument("--max-qi", type=int, default=8, help="propose at most this many quasi-identifiers (default 8)")
     d.add_argument("--sample", type=int, default=None, help="use only the first N rows")
+    d.add_argument("--columns", metavar="NAME,NAME,...",
+                   help="the column names of a file without a header row (one found is drafted as column_1 ...)")
     d.add_argument("--passthrough", action="append", metavar="COLUMN",
                    help="release this column unchanged (repeatable); nothing else is ever drafted as pass-through")
     d.set_defaults(func=cmd_draft)

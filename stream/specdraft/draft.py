@@ -29,6 +29,8 @@ from stream.specdraft.sensitive import class_column, is_class_column, pick_sensi
 
 __all__ = ["Column", "Draft", "make_draft"]
 
+MAX_CATEGORIES = 50  # a text column with more values is not a QI candidate by type (free text, names)
+
 
 def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8, passthrough: tuple[str, ...] = ()) -> Draft:
     """Every column of ``frame`` with its role and the reason; ``passthrough`` names the columns the person
@@ -63,6 +65,10 @@ def make_draft(frame: pd.DataFrame, name: str, max_qi: int = 8, passthrough: tup
     qis, skipped = _pick_qis(profiles, roles, max_qi, clean, set(outcomes))
     for c, why in qis:
         roles[c] = Column(c, "qi", why)
+    if any("chosen by type" in why for _, why in qis):
+        draft.review.append("No column is named like a quasi-identifier (age, sex, area, date ...): the QIs were "
+                            "chosen by type, fewest values first. Keep only the columns outsiders could link to "
+                            "these records, or list the QIs by hand (docs/spec.md).")
     group_cols = [c for c in profiles if c not in roles or roles[c].role == "qi"]
     for c, _ in qis:
         roles[c].qi, roles[c].how = hierarchy_for(clean, profiles[c], group_cols)
@@ -106,6 +112,8 @@ def _pick_qis(profiles: dict[str, Profile], roles: dict[str, Column], max_qi: in
         hit = match(c, QI_PATTERNS)
         if hit:
             ranked.append((hit[0], c, f"{hit[1]} (name): linkable with outside records"))
+    if not ranked:  # nothing named like a person's attribute (a logistics table, a file without a header)
+        ranked = _by_type(profiles, roles, outcomes)
     ranked.sort(key=lambda t: t[0])
     chosen: list[tuple[str, str]] = []
     skipped: dict[str, str] = {}
@@ -119,6 +127,20 @@ def _pick_qis(profiles: dict[str, Profile], roles: dict[str, Column], max_qi: in
         else:
             chosen.append((c, why))
     return chosen, skipped
+
+
+def _by_type(profiles: dict[str, Profile], roles: dict[str, Column], outcomes: set[str]) -> list[tuple[int, str, str]]:
+    """QI candidates by type when no column name says what it is: numbers and categories (at most
+    ``MAX_CATEGORIES`` values), fewest distinct values first (the coarsest, so the likeliest feasible)."""
+    out = []
+    for c, p in profiles.items():
+        if c in roles or c in outcomes or p.kind == "date" or p.distinct < 2:
+            continue
+        if p.kind == "numeric" or p.distinct <= MAX_CATEGORIES:
+            kind = "numbers" if p.kind == "numeric" else "a category"
+            out.append((len(QI_PATTERNS) + p.distinct, c, f"{kind} with {p.distinct} values, chosen by type: no "
+                        "column is named like a quasi-identifier (review: keep only what outsiders could link)"))
+    return out
 
 
 def _other(c: str, p: Profile, clean: pd.DataFrame, sens: str | None, cls: str | None, qis: list[str],

@@ -37,6 +37,8 @@ class Draft:
     push_notes: list[str] = field(default_factory=list)  # what push's checks reject on the drafted rows
     class_column: str | None = None  # the felony/misdemeanour column severities come from (never released)
     encoding: str | None = None  # the text encoding the file was read with (frame.attrs)
+    input_columns: tuple[str, ...] | None = None  # names of a file without a header row ([input] columns)
+    review: list[str] = field(default_factory=list)  # what the station must decide, said first in the spec
 
     def role(self, role: str) -> list[Column]:
         return [c for c in self.columns if c.role == role]

@@ -42,6 +42,11 @@ def render(d: Draft, source: str, sampled: bool) -> str:
     out = [f"# Drafted by `anonstream spec draft` from {source} ({d.rows} rows{', a sample' if sampled else ''}).",
            "# Review every role below; `anonstream spec check FILE --spec THIS` shows how the data fits.",
            "# Rules: docs/spec.md, 'How spec draft decides'.", ""]
+    if d.review:
+        out.append("# Decide first:")
+        for note in d.review:
+            out += comment(note, "#   - ", "#     ")
+        out.append("")
     out += draft_lines(d)
     out.append("")
     if d.engine:
@@ -88,6 +93,8 @@ def render(d: Draft, source: str, sampled: bool) -> str:
         out += [f"{q(k)} = {q(v)}" for k, v in d.station_map.items()]
         out.append("")
     out.append("[input]")
+    if d.input_columns:
+        out.append(f"columns = {value(list(d.input_columns))}   # the file has no header row: its columns, in order")
     out.append(f"missing = {value(d.missing_tokens)}   # cells that mean 'missing' besides empty ones")
     if d.missing_why:
         out += comment(d.missing_why)

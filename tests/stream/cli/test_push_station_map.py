@@ -47,8 +47,9 @@ SPELLINGS = ["Queens North", " Queens North ", "queens-north", "Bronx 4", "bronx
 
 def _export(tmp_path: Path, seed: int, n: int = 60) -> tuple[Path, Path, list[dict[str, str]]]:
     rnd = random.Random(seed)
-    rows = [{"case": str(rnd.randint(1, 25)), "station": rnd.choice(SPELLINGS), "when": f"2026-05-{rnd.randint(1, 28):02d}",
-             "age": str(rnd.randint(18, 90)), "offence": rnd.choice(["Theft", "Assault"])} for _ in range(n)]
+    rows = [{"case": str(rnd.randint(1, 25)), "station": rnd.choice(SPELLINGS),
+             "when": f"2026-05-{rnd.randint(1, 28):02d}", "age": str(rnd.randint(18, 90)),
+             "offence": rnd.choice(["Theft", "Assault"])} for _ in range(n)]
     spec, src = tmp_path / "mapped.toml", tmp_path / "export.csv"
     spec.write_text(SPEC, encoding="utf-8")
     pd.DataFrame(rows).to_csv(src, index=False)
