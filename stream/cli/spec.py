@@ -117,8 +117,11 @@ def cmd_draft(args: argparse.Namespace) -> int:
 def _columns(args: argparse.Namespace) -> tuple[tuple[str, ...] | None, str]:
     """The column names of a file without a header row: ``--columns``, else ``column_1`` ... when its first
     row reads as data (and why), else None (the first row is the header)."""
-    from core.errors import ParamsError
-    from stream.specdraft.headerless import first_row_is_data, generic_names
+    from core.errors import InputDataError, ParamsError
+    from stream.specdraft.headerless import first_row_is_data, generic_names, title_line
+
+    if said := title_line(args.input):
+        raise InputDataError(said, reason="invalid-input")
 
     if args.columns:
         names = tuple(n.strip() for n in args.columns.split(","))

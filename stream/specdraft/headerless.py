@@ -32,16 +32,38 @@ def _number(text: str) -> bool:
     return text.strip() != ""
 
 
-def _head(p: Path, encoding: str | None) -> list[list[str]]:
-    """The first row and up to ``SAMPLE_ROWS`` rows below, cells trimmed, padded to the first row's width
-    (read raw: a first row of data may repeat a cell, which a header may not)."""
+def _raw(p: Path, encoding: str | None) -> list[list[str]]:
+    """The first row and up to ``SAMPLE_ROWS`` rows below as written (read raw: a first row of data may
+    repeat a cell, which a header may not)."""
     with p.open(encoding=detect(p, encoding).codec, newline="") as fh:
         first = fh.readline()
         sep = ";" if first.count(";") > first.count(",") else ","
-        rows = [r for r in islice(csv.reader([first, *islice(fh, SAMPLE_ROWS * 2)], delimiter=sep,
+        return [r for r in islice(csv.reader([first, *islice(fh, SAMPLE_ROWS * 2)], delimiter=sep,
                                              skipinitialspace=True), SAMPLE_ROWS + 1) if r]
+
+
+def _head(p: Path, encoding: str | None) -> list[list[str]]:
+    """:func:`_raw`, cells trimmed, each row padded or cut to the first row's width."""
+    rows = _raw(p, encoding)
     width = len(rows[0]) if rows else 0
     return [[c.strip() for c in (r + [""] * width)[:width]] for r in rows]
+
+
+def title_line(path: str | Path, encoding: str | None = None) -> str | None:
+    """One line saying the first row is narrower than the rows below (a title line above the table, as
+    UCI's adult.test opens with ``|1x3 Cross validator``), or None. Such a first row is no header of them:
+    the reader would drop every cell past its width."""
+    p = Path(path)
+    if p.suffix.lower() in BINARY_SUFFIXES | JSON_SUFFIXES:
+        return None
+    rows = _raw(p, encoding)
+    below = [len(r) for r in rows[1:]]
+    wider = sum(1 for n in below if n > len(rows[0])) if below else 0
+    if not below or 10 * wider < 9 * len(below):
+        return None
+    most = max(set(below), key=below.count)
+    return (f"{p.name}: line 1 has {len(rows[0])} cell(s) and the rows below have {most}: a title line above "
+            "the table, not its header; remove it (and add a header row, or name the columns with --columns)")
 
 
 def first_row_is_data(path: str | Path, encoding: str | None = None) -> str | None:

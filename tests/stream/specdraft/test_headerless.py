@@ -112,3 +112,13 @@ def test_a_table_with_no_quasi_identifier_names_is_drafted_by_type_and_runs(tmp_
     assert code == 0, out + err
     released = pd.read_csv(out_csv, dtype=str)
     assert len(released) >= 0.95 * len(frame) and "legid" not in released.columns
+
+
+def test_a_title_line_above_the_table_is_one_line(tmp_path: Path) -> None:
+    src = tmp_path / "people.test"
+    frame = _people()
+    src.write_text("|1x3 Cross validator\n" + frame.to_csv(index=False, header=False), encoding="utf-8")
+    for extra in ((), ("--columns", ",".join(frame.columns))):
+        code, _out, err = _run("spec", "draft", str(src), *extra)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"line 1 has 1 cell(s) and the rows below have {frame.shape[1]}" in err
