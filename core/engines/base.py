@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
@@ -41,8 +41,8 @@ def no_progress(_done: float, _message: str) -> None:
 class EngineParams(PrivacyRequirement):
     """Parameters of an engine: the privacy requirement's fields (declared once, in
     :class:`~core.privacy.requirement.PrivacyRequirement`) and the engine's own, which engines add in a
-    subclass. An engine whose privacy defaults differ from the requirement's takes its row of
-    ``core.engines.defaults.PRIVACY_DEFAULTS`` as ``privacy_defaults``."""
+    subclass. An engine whose privacy defaults differ from the requirement's (k 5, max_suppression 0)
+    declares them in its subclass as ``privacy_defaults`` (``registry.privacy_defaults`` lists them all)."""
 
 
 Bands = Literal["nested", "free"]
@@ -127,6 +127,13 @@ class Engine(ABC, Generic[P]):
     searches_lattice: ClassVar[bool] = False
     """The engine evaluates full-domain lattice nodes (core/lattice): a long-lived process loads the
     lattice kernels for it while warming up (:func:`core.engines.warmup.warm_up`)."""
+    work_budgets: ClassVar[Mapping[str, int]] = {}
+    """The parameters that bound the engine's work (iterations, passes, evaluations, ...), each with the value
+    a warm-up cuts it to (:func:`core.engines.warmup.warm_params`). An engine with a wall-clock
+    ``time_limit`` has at least one, so that a run can be bounded by work alone."""
+    linking_exposed: ClassVar[bool] = False
+    """Separately anonymized overlapping batches of this engine were found most exposed to intersection by
+    the linking harness (bench/linking_attack.py, docs/privacy.md): a batch run without a ledger names it."""
 
     @abstractmethod
     def anonymize(self, batch: EncodedBatch, params: P, rng: np.random.Generator,

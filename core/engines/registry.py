@@ -43,6 +43,19 @@ def engine_names() -> list[str]:
     return list(_ENGINES)
 
 
+def privacy_defaults() -> dict[str, dict[str, Any]]:
+    """Each engine's privacy defaults that differ from PrivacyRequirement's (k 5, max_suppression 0, no l,
+    t or risk bound), read from its Params' ``privacy_defaults``; engines without any are left out.
+    docs/operations.md's table "Privacy defaults by engine" is generated from it."""
+    out = {name: dict(get_engine(name).Params.privacy_defaults) for name in _ENGINES}
+    return {name: values for name, values in out.items() if values}
+
+
+def exposed_engines() -> list[str]:
+    """The engines whose ``linking_exposed`` is set (imports every engine module)."""
+    return [name for name in _ENGINES if get_engine(name).linking_exposed]
+
+
 def engine_module(name: str) -> str:
     """The module that defines engine ``name``, without importing it."""
     if name not in _ENGINES:
@@ -62,7 +75,8 @@ def make_params(engine: Engine | str, values: Mapping[str, Any] | None = None, r
     ``requirement`` gives the privacy fields (those of :class:`~core.privacy.PrivacyRequirement`: ``k``,
     ``l``, ..., ``max_suppression``, ``max_risk``, ``avg_risk``) from a requirement, the stream's privacy
     settings, parsed command-line options or a mapping; ``values`` (any parameter of the engine) win over
-    it. A parameter left out or None takes the engine's default (``core.engines.defaults``, else the field's).
+    it. A parameter left out or None takes the engine's default (its Params' ``privacy_defaults``, else the
+    field's).
     """
     from pydantic import ValidationError
 

@@ -18,25 +18,25 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from core.encoding import EncodedBatch
     from core.engines.base import Engine, EngineParams
 
 log = logging.getLogger(__name__)
 
-# Work budgets and the value a warm-up uses (only lowered, never raised; None/0 = unlimited).
-_WARM_CAPS: dict[str, int] = {"max_iterations": 1, "iterations": 1, "passes": 1, "max_evaluations": 20,
-                              "generations": 1}
 _SAMPLE_ROWS = 256
 
 
-def warm_params(params: EngineParams) -> EngineParams:
-    """``params`` with every work budget cut to the warm-up cap and no wall-clock cap.
+def warm_params(params: EngineParams, caps: Mapping[str, int]) -> EngineParams:
+    """``params`` with every work budget cut to its warm-up cap (``caps``: the engine's ``work_budgets``;
+    only lowered, never raised; None or 0 means unlimited) and no wall-clock cap.
 
     A warm-up is bounded by work only: a wall-clock cap stopped a warm-up on a fresh install while it
     was compiling the first kernels, before it reached the others (ILS's 2-opt search was left to
     compile inside the first real run). Every engine with a ``time_limit`` also has a work budget."""
     update: dict[str, float | int] = {}
-    for name, cap in _WARM_CAPS.items():
+    for name, cap in caps.items():
         if name in type(params).model_fields:
             current = getattr(params, name)
             if current is None or current == 0 or current > cap:
@@ -62,7 +62,7 @@ def warm_up(engine: Engine, batch: EncodedBatch, params: EngineParams, long_live
         warm_lattice_kernels()
     rows = np.arange(min(batch.n, max(_SAMPLE_ROWS, 4 * getattr(params, "k", 1))))
     try:
-        engine.anonymize(batch.take(rows), warm_params(params), np.random.default_rng(0))
+        engine.anonymize(batch.take(rows), warm_params(params, engine.work_budgets), np.random.default_rng(0))
     except Exception as exc:  # any failure only means less was warmed up
         log.debug("warm-up of %s skipped: %s", engine.name, type(exc).__name__)
     return time.perf_counter() - started

@@ -8,7 +8,7 @@ own parameters. Two defaults differ from the requirement's (:data:`STREAM_DEFAUL
 released without them rather than carried or held; and it requires distinct ``l`` 2 on the sensitive
 attribute, so no released class gives away its offence to anyone who knows a member's quasi-identifiers
 (issue 39; the default engine is then ``cg-diverse``, :mod:`stream.worker.engine_choice`). The batch
-commands use each engine's default (``core.engines.defaults.PRIVACY_DEFAULTS``).
+commands use each engine's default (its Params' ``privacy_defaults``: :func:`core.engines.registry.privacy_defaults`).
 """
 
 from __future__ import annotations

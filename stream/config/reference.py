@@ -8,7 +8,7 @@ current (tests/stream/config/test_reference.py checks it too). The blocks:
   with its variable, the flat name it is also read under, its default and what it does;
 * ``environment``: the variables read outside the settings (:data:`ENV_ONLY`);
 * ``privacy-defaults``: the privacy defaults of the stream and of each engine
-  (``core.engines.defaults.PRIVACY_DEFAULTS``).
+  (each engine's Params, :func:`core.engines.registry.privacy_defaults`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.registry import bounds_text, engine_names, value_text
+from core.engines.registry import bounds_text, engine_names, privacy_defaults, value_text
 from core.privacy.requirement import PrivacyRequirement
 from stream.config.names import leaves, names_of
 from stream.config.privacy import StreamPrivacy
@@ -70,8 +69,9 @@ def environment_table() -> str:
 
 
 def privacy_defaults_table() -> str:
+    engines = privacy_defaults()
     differ = [n for n in PrivacyRequirement.model_fields
-              if n == "k" or n in StreamPrivacy.privacy_defaults or any(n in d for d in PRIVACY_DEFAULTS.values())]
+              if n == "k" or n in StreamPrivacy.privacy_defaults or any(n in d for d in engines.values())]
     rows = [f"| | {' | '.join(f'`{n}`' for n in differ)} |", "|---|" + "---|" * len(differ)]
 
     def row(label: str, values: dict[str, Any]) -> str:
@@ -79,7 +79,8 @@ def privacy_defaults_table() -> str:
                                             for n in differ) + " |"
 
     rows.append(row("the stream (`ANONSTREAM_PRIVACY__*`, a feed's `privacy`)", StreamPrivacy.privacy_defaults))
-    rows += [row(f"engine `{name}`", PRIVACY_DEFAULTS.get(name, {})) for name in engine_names()]
+    rows += [row(f"engine `{name}`", engines[name]) for name in engine_names() if name in engines]
+    rows.append(row("every other engine", {}))
     same = [f"`{n}` {value_text(PrivacyRequirement.default_of(n))}" for n in PrivacyRequirement.model_fields
             if n not in differ]
     return "\n".join(rows) + "\n\nEverywhere: " + ", ".join(same) + ".\n"

@@ -34,6 +34,9 @@ min(ceil(ASe), floor(l_target)) distinct offences, ASe being its average severit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
 from core.encoding import EncodedBatch
@@ -50,6 +53,7 @@ class CGDiverseEngine(Engine[CGDiverseParams]):
     paper = "CG-Diverse, severity-weighted l-diversity for crime data (section 3.4, eqs. 8-10)"
     Params = CGDiverseParams
     models = ("k", "l")
+    work_budgets: ClassVar[Mapping[str, int]] = {"max_iterations": 1}
     needs = ("sensitive", "severity")
 
     def anonymize(self, batch: EncodedBatch, params: CGDiverseParams, rng: np.random.Generator,

@@ -27,6 +27,9 @@ seed; ``diagnostics["nesting_fallback"]`` names each QI above 1.25x its free los
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
 from core.encoding import EncodedBatch
@@ -43,6 +46,7 @@ class CGKanonEngine(Engine[CGKanonParams]):
     paper = "CG-Kanon, severity-weighted k-anonymization of crime data (section 3.3, eqs. 1-7)"
     Params = CGKanonParams
     models = ("k",)
+    work_budgets: ClassVar[Mapping[str, int]] = {"max_iterations": 1}
     needs = ("sensitive", "severity")
 
     def anonymize(self, batch: EncodedBatch, params: CGKanonParams, rng: np.random.Generator,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
 from core.engines.base import BandsParams
-from core.engines.defaults import PRIVACY_DEFAULTS
 from core.errors import InfeasibleError, ParamsError, SpecError, preview
 
 TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window converges in ~25 sweeps (~2 s of one core)
@@ -51,7 +51,7 @@ class CGKanonParams(CGParams):
 class CGDiverseParams(CGParams):
     """``l`` is l_min: every class has at least l distinct offences (l >= 2)."""
 
-    privacy_defaults = PRIVACY_DEFAULTS["cg-diverse"]
+    privacy_defaults: ClassVar[dict[str, Any]] = {"l": 3}  # l_min: diversity is what the engine is for (l >= 2)
     ase_rule: bool = Field(default=False,
                            description="also require distinct offences >= min(ceil(ASe), l_target) per class "
                                        "(the paper's ASe-vs-diversity rule, eq. 10)")

@@ -25,6 +25,7 @@ from core.engines.cg.state import DIVERSE, KANON, Setup
 from core.engines.mondrian.engine import mondrian_parts
 from core.errors import InfeasibleError
 from core.privacy import PrivacyRequirement
+from core.privacy.requirement import suppression_budget
 
 EPS = 0.01  # weight of the tie-breaking sum in max(pr, lm) + EPS * (pr + lm)
 SKIP_FORBIDDEN = 1e3  # CG-Kanon: suppressing a row is only chosen when no segmentation exists
@@ -113,7 +114,7 @@ def anonymize_cg(engine: Engine, mode: int, batch: EncodedBatch, params: CGParam
     progress(0.05, f"k_min={kmin}, cap={cap}")
     result = run_search(problem, setup, params, rng, started, progress, seed)
     state = result.state
-    allowed = int(np.floor(params.max_suppression * batch.n + 1e-9))
+    allowed = suppression_budget(params.max_suppression, batch.n)
     if state.suppressed > allowed:
         raise InfeasibleError(
             f"class-size cap {cap} cannot hold every row in classes of {kmin}..{cap}: {state.suppressed} rows "

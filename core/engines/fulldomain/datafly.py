@@ -9,29 +9,22 @@ until the rows in failing classes fit in the suppression budget; those rows are 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.fulldomain.search import no_solution, release_from_node
-from core.lattice import NodeEvaluator
+from core.engines.base import EngineParams, Progress, Release
+from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
 
 
-class DataflyEngine(Engine[EngineParams]):
+class DataflyEngine(LatticeEngine[EngineParams]):
     name = "datafly"
-    searches_lattice = True
     summary = "Sweeney's greedy Datafly: generalize the QI with most distinct values until k holds"
     paper = "Sweeney 1998 (Datafly)"
     Params = EngineParams
 
-    def anonymize(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
-        evaluator = NodeEvaluator(batch, params.requirement())
+    def solve(self, batch: EncodedBatch, params: EngineParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        evaluator = self.evaluator(batch, params)
         levels = [0] * batch.d
         total = int(batch.heights.sum()) or 1
         while True:

@@ -7,15 +7,14 @@ vector), by brute force. Meant for small lattices and for tests; refuses lattice
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 import numpy as np
 from pydantic import Field
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.fulldomain.search import no_solution, release_from_node
+from core.engines.base import EngineParams, Progress, Release, no_progress
+from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
 from core.errors import ParamsError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 
@@ -40,18 +39,14 @@ def evaluate_all(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
     return out
 
 
-class ExhaustiveEngine(Engine[ExhaustiveParams]):
+class ExhaustiveEngine(LatticeEngine[ExhaustiveParams]):
     name = "exhaustive"
-    searches_lattice = True
     summary = "brute force over every lattice node (small lattices, tests, reference fronts)"
     Params = ExhaustiveParams
 
-    def anonymize(self, batch: EncodedBatch, params: ExhaustiveParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
-        evaluator = NodeEvaluator(batch, params.requirement(), params.objective)
+    def solve(self, batch: EncodedBatch, params: ExhaustiveParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        evaluator = self.evaluator(batch, params)
         results = evaluate_all(evaluator, Lattice(batch.heights), params.max_nodes, progress)
         feasible = [r for r in results if r.feasible]
         if not feasible:

@@ -43,22 +43,24 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.defaults import PRIVACY_DEFAULTS
+from core.engines.base import EngineParams, Progress, Release
 from core.engines.fulldomain.optimal import NodeSet, branch_and_bound
+from core.engines.lattice_engine import LatticeEngine
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 from core.lattice.direct import DirectEvaluator
 from core.lattice.tables import combined_classes
 from core.metrics import summarize
 from core.privacy import PrivacyRequirement, achieved
+from core.privacy.requirement import suppression_budget
 
 # Up to this many distinct rows a round evaluates each node in one pass over them (no class tables):
 # on Adult (at most 19,502) that is cheaper than finding and rolling up a cached table.
@@ -66,7 +68,7 @@ DIRECT_ROWS = 1 << 16
 
 
 class LocalRecodeParams(EngineParams):
-    privacy_defaults = PRIVACY_DEFAULTS["local-recode"]
+    privacy_defaults: ClassVar[dict[str, Any]] = {"max_suppression": 0.01}  # rows left suppressed after the last round
 
     iterations: int = Field(default=100, ge=1, le=10_000,
                             description="work budget: most rounds; each round generalizes at least n / iterations "
@@ -151,20 +153,17 @@ def optimum(batch: EncodedBatch, req: PrivacyRequirement, max_nodes: int, weight
     return tuple(int(v) for v in best.levels), suppressed, evaluator.evaluations
 
 
-class LocalRecodeEngine(Engine[LocalRecodeParams]):
+class LocalRecodeEngine(LatticeEngine[LocalRecodeParams]):
     name = "local-recode"
-    searches_lattice = True
     summary = "iterative local recoding: the optimal full-domain node, then the left-over rows again (ARX-style)"
     paper = "ARX iterative local recoding (optimizeIterativeFast); Prasser et al. 2016"
     Params = LocalRecodeParams
     models = ("k", "l")
+    work_budgets: ClassVar[Mapping[str, int]] = {"iterations": 1}
     reference = False  # True: every round runs the plain search (see ``optimum``); for tests
 
-    def anonymize(self, batch: EncodedBatch, params: LocalRecodeParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
+    def solve(self, batch: EncodedBatch, params: LocalRecodeParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
         n, step = batch.n, max(1, math.ceil(batch.n / params.iterations))
         levels = np.full((n, batch.d), -1, np.int64)  # node of each row; -1 = not yet generalized
         left = np.arange(n)
@@ -187,7 +186,7 @@ class LocalRecodeEngine(Engine[LocalRecodeParams]):
             rounds.append({"rows": len(left), "generalized": int((~supp).sum()), "levels": list(node)})
             left = left[supp]
             progress(1.0 - len(left) / n, f"round {len(rounds)}: {len(left)} rows left")
-        allowed = int(np.floor(params.max_suppression * n + 1e-9))
+        allowed = suppression_budget(params.max_suppression, n)
         fallback = None
         if len(left) > allowed:
             top = tuple(int(h) for h in batch.heights)

@@ -23,15 +23,14 @@ Search (best-first branch and bound, in the spirit of Flash / OLA):
 from __future__ import annotations
 
 import heapq
-import time
 from typing import Literal
 
 import numpy as np
 from pydantic import Field
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.fulldomain.search import no_solution, release_from_node
+from core.engines.base import EngineParams, Progress, Release, no_progress
+from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
 
@@ -221,19 +220,15 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
                   "queued": len(seen), "projections": seeded}
 
 
-class OptimalEngine(Engine[OptimalParams]):
+class OptimalEngine(LatticeEngine[OptimalParams]):
     name = "optimal"
-    searches_lattice = True
     summary = "globally optimal full-domain generalization (best-first branch and bound on the lattice)"
     paper = "Kohlmayer et al. 2012 (Flash), El Emam et al. 2009 (OLA); ground truth for the other engines"
     Params = OptimalParams
 
-    def anonymize(self, batch: EncodedBatch, params: OptimalParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
-        evaluator = NodeEvaluator(batch, params.requirement(), params.objective)
+    def solve(self, batch: EncodedBatch, params: OptimalParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        evaluator = self.evaluator(batch, params)
         lattice = Lattice(batch.heights)
         best, counters = branch_and_bound(evaluator, lattice, params.max_nodes, progress)
         if best is None:

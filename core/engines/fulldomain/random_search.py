@@ -21,22 +21,21 @@ than failing, because the top node is the most private candidate; ties are broke
 
 from __future__ import annotations
 
-import time
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.fulldomain.search import no_solution, release_from_node
+from core.engines.base import EngineParams, Progress, Release
 from core.engines.kgen.bounds import Preprocessing, lattice_bounds, rank_key
-from core.lattice import NodeEvaluator, NodeResult
+from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
+from core.lattice import NodeResult
 
 
 class RandomSearchParams(EngineParams):
-    privacy_defaults = PRIVACY_DEFAULTS["random"]
+    privacy_defaults: ClassVar[dict[str, Any]] = {"max_suppression": 0.005}  # the KGEN paper's 0.5 %
 
     objective: Literal["precision", "lm"] = Field(default="precision", description="loss to minimise")
     max_evaluations: int = Field(default=5000, ge=1, description="random nodes drawn (KGEN paper Table 7: 5000)")
@@ -44,21 +43,17 @@ class RandomSearchParams(EngineParams):
                                          description="sample the whole lattice (none) or KGEN's reduced box")
 
 
-class RandomSearchEngine(Engine[RandomSearchParams]):
+class RandomSearchEngine(LatticeEngine[RandomSearchParams]):
     name = "random"
-    searches_lattice = True
     summary = "random lattice search under an evaluation budget (the KGEN paper's baseline)"
     paper = "De Pascale et al. 2022 (KGEN), random-search baseline"
     Params = RandomSearchParams
+    work_budgets: ClassVar[Mapping[str, int]] = {"max_evaluations": 20}
 
-    def anonymize(self, batch: EncodedBatch, params: RandomSearchParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
-        req = params.requirement()
-        evaluator = NodeEvaluator(batch, req, params.objective)
-        bounds = lattice_bounds(batch, req, params.preprocessing)
+    def solve(self, batch: EncodedBatch, params: RandomSearchParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        evaluator = self.evaluator(batch, params)
+        bounds = lattice_bounds(batch, params.requirement(), params.preprocessing)
         draws = rng.integers(bounds.low, bounds.high + 1, size=(params.max_evaluations, batch.d))
         best: NodeResult | None = None
         for i, row in enumerate(draws):

@@ -46,7 +46,8 @@ listed in :mod:`core.engines.hetero.search`, :mod:`core.engines.hetero.reassign`
 from __future__ import annotations
 
 import time
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -131,6 +132,8 @@ class ILSEngine(Engine[ILSParams]):
     paper = "Heterogeneous k-anonymity with iterated local search (ILS + 2-opt); Doka et al. 2015"
     Params = ILSParams
     models = ("k",)
+    linking_exposed = True  # measured by bench/linking_attack.py (docs/privacy.md)
+    work_budgets: ClassVar[Mapping[str, int]] = {"max_iterations": 1, "passes": 1}
 
     def anonymize(self, batch: EncodedBatch, params: ILSParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:

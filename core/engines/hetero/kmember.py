@@ -52,6 +52,7 @@ class KMemberEngine(Engine[BandsParams]):
     paper = "Byun et al. 2007, Efficient k-anonymization using clustering techniques"
     Params = BandsParams
     models = ("k",)
+    linking_exposed = True  # measured by bench/linking_attack.py (docs/privacy.md)
 
     def anonymize(self, batch: EncodedBatch, params: BandsParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:

@@ -62,6 +62,7 @@ class LGreedyEngine(Engine[LGreedyParams]):
     paper = "Liang & Samavi 2020, Optimization-based k-anonymity algorithms (l-greedy)"
     Params = LGreedyParams
     models = ("k",)
+    linking_exposed = True  # measured by bench/linking_attack.py (docs/privacy.md)
 
     def anonymize(self, batch: EncodedBatch, params: LGreedyParams, rng: np.random.Generator,
                   progress: Progress = no_progress) -> Release:

@@ -36,17 +36,15 @@ diagnostics give the distinct nodes evaluated (``nodes_evaluated``) beside the b
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_rows, require_sensitive
-from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.fulldomain.search import no_solution, release_from_node
+from core.engines.base import EngineParams, Progress, Release, no_progress
 from core.engines.kgen.bounds import Bounds, Preprocessing, attribute_loss, lattice_bounds, rank_key
 from core.engines.kgen.operators import (
     Member,
@@ -57,11 +55,12 @@ from core.engines.kgen.operators import (
     survivors,
     tournament,
 )
+from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
 from core.lattice import NodeEvaluator, NodeResult
 
 
 class KgenParams(EngineParams):
-    privacy_defaults = PRIVACY_DEFAULTS["kgen"]
+    privacy_defaults: ClassVar[dict[str, Any]] = {"max_suppression": 0.005}  # the paper's 0.5 % requirement
 
     objective: Literal["precision", "lm"] = Field(default="precision",
                                                   description="fitness: precision (paper eq. 1-2) | lm")
@@ -158,21 +157,17 @@ class GeneticSearch:
         }
 
 
-class KgenEngine(Engine[KgenParams]):
+class KgenEngine(LatticeEngine[KgenParams]):
     name = "kgen"
-    searches_lattice = True
     summary = "KGEN genetic algorithm over the generalization lattice (near-optimal, for many QIs)"
     paper = "De Pascale et al. 2022, KGEN: real-world k-anonymity applications (genetic algorithm)"
     Params = KgenParams
+    work_budgets: ClassVar[Mapping[str, int]] = {"max_evaluations": 20}
 
-    def anonymize(self, batch: EncodedBatch, params: KgenParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
-        require_rows(batch, params.k)
-        require_sensitive(batch, params)
-        req = params.requirement()
-        evaluator = NodeEvaluator(batch, req, params.objective)
-        bounds = lattice_bounds(batch, req, params.preprocessing)
+    def solve(self, batch: EncodedBatch, params: KgenParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        evaluator = self.evaluator(batch, params)
+        bounds = lattice_bounds(batch, params.requirement(), params.preprocessing)
         search = GeneticSearch(evaluator, bounds, params, rng, progress)
         best = search.run()
         fallback = False

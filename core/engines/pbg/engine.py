@@ -29,16 +29,15 @@ See :mod:`core.engines.pbg.properties` for the indices and the interpretations c
 
 from __future__ import annotations
 
-import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from core.encoding import EncodedBatch
-from core.engines.base import Engine, EngineParams, Progress, Release, no_progress, require_models, require_rows
-from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.fulldomain.search import release_from_node
+from core.engines.base import EngineParams, Progress, Release, no_progress, require_models, require_rows
+from core.engines.lattice_engine import LatticeEngine, release_from_node
 from core.engines.pbg import (
     DIRECTIONS,
     Indices,
@@ -62,7 +61,7 @@ def _split(v: Any) -> Any:
 
 
 class PBGParams(EngineParams):
-    privacy_defaults = PRIVACY_DEFAULTS["pbg-ea"]
+    privacy_defaults: ClassVar[dict[str, Any]] = {"max_suppression": 0.01}  # the paper's suppression budget eta
 
     objectives: tuple[str, ...] = Field(default=("k", "GLM"), min_length=1,
                                         description="quality indices to trade off: k, l, S_k, S_l, GLM, CM")
@@ -131,13 +130,13 @@ def front_rows(front: list[Indices], names: list[str], selected: int | None) -> 
     return rows
 
 
-class PBGEAEngine(Engine[PBGParams]):
+class PBGEAEngine(LatticeEngine[PBGParams]):
     name = "pbg-ea"
-    searches_lattice = True
     summary = "Pareto front of privacy/utility indices (k, l, S_k, S_l, GLM, CM) by evolutionary search"
     paper = "Dewri et al. 2010, On the Identification of Property Based Generalizations (PBG-EA)"
     Params = PBGParams
     models = ("k", "l", "t", "max_risk")  # max_risk as the policy's k >= ceil(1/max_risk); avg_risk refused
+    work_budgets: ClassVar[Mapping[str, int]] = {"iterations": 1}
 
     def search(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator,
                progress: Progress = no_progress) -> tuple[list[Indices], dict[str, Any]]:
@@ -167,12 +166,15 @@ class PBGEAEngine(Engine[PBGParams]):
                 "budget_cap_hit": False}  # no wall clock: the budget is generations only
         return result.front, diag
 
-    def anonymize(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator,
-                  progress: Progress = no_progress) -> Release:
-        started = time.perf_counter()
+    def require(self, batch: EncodedBatch, params: PBGParams) -> None:
+        """The models asked (direct callers may skip ``make_params``), and k rows under the default policy;
+        a sensitive attribute is needed only by the indices that use one (refused by :meth:`search`)."""
         require_models(self, params)
         if params.select is None:  # the default policy asks for k >= params.k
             require_rows(batch, params.k)
+
+    def solve(self, batch: EncodedBatch, params: PBGParams, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
         policy = params.policy()
         front, diag = self.search(batch, params, rng, progress)
         chosen = policy.select(front)

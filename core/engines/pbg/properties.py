@@ -42,7 +42,7 @@ import numpy as np
 from core.encoding import EncodedBatch
 from core.errors import ParamsError
 from core.lattice import NodeEvaluator
-from core.privacy.requirement import PrivacyRequirement
+from core.privacy.requirement import PrivacyRequirement, suppression_budget
 
 # index name -> +1 (maximize) or -1 (minimize)
 DIRECTIONS: dict[str, int] = {"k": 1, "l": 1, "S_k": 1, "S_l": 1, "GLM": -1, "CM": -1}
@@ -107,8 +107,8 @@ def unavailable(name: str) -> ParamsError:
 
 
 def eta_rows(n: int, fraction: float) -> int:
-    """Suppression budget in rows; the same rounding as PrivacyRequirement.max_suppressed_rows."""
-    return PrivacyRequirement(k=1, max_suppression=fraction).max_suppressed_rows(n)
+    """Suppression budget in rows (:func:`core.privacy.requirement.suppression_budget`)."""
+    return suppression_budget(fraction, n)
 
 
 def k_under_budget(sizes: np.ndarray, eta: int) -> int:

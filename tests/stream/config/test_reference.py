@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.engines.defaults import PRIVACY_DEFAULTS
-from core.engines.registry import engine_names, get_engine, make_params
+from core.engines.registry import engine_names, get_engine, make_params, privacy_defaults
 from core.privacy.requirement import PrivacyRequirement
 from stream.config.names import accepted, leaves
 from stream.config.privacy import StreamPrivacy
@@ -54,7 +53,7 @@ def test_each_engine_takes_its_privacy_defaults_from_the_one_table() -> None:
     for name in engine_names():
         params = make_params(name, {})
         expected = {n: PrivacyRequirement.default_of(n) for n in PrivacyRequirement.model_fields}
-        expected.update(PRIVACY_DEFAULTS.get(name, {}))
+        expected.update(privacy_defaults().get(name, {}))
         assert params.requirement().model_dump() == expected, name
         assert params.requirement() == PrivacyRequirement(**expected)
     assert make_params("kgen", {}).max_suppression == 0.005 and make_params("pbg-ea", {}).max_suppression == 0.01

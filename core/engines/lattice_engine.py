@@ -1,18 +1,55 @@
-"""Shared pieces of the full-domain (lattice) engines: result building and output rows."""
+"""The base of the engines that release one full-domain node of the generalization lattice.
+
+``optimal``, ``exhaustive``, ``datafly``, ``random``, ``kgen``, ``pbg-ea`` and ``local-recode`` share
+it: :class:`LatticeEngine` checks the batch (:meth:`LatticeEngine.require`), starts the clock and hands
+over to the engine's :meth:`LatticeEngine.solve`; :func:`release_from_node` materializes a node's
+release and :func:`no_solution` says why none was found. It sits beside :mod:`core.engines.base`, below
+every engine family, so the families never import each other for it.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from abc import abstractmethod
+from typing import Any, ClassVar
 
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import EngineParams, Release
+from core.engines.base import Engine, EngineParams, P, Progress, Release, no_progress, require_rows, require_sensitive
 from core.errors import InfeasibleError
 from core.lattice import NodeEvaluator, NodeResult
 from core.metrics import precision_loss, summarize
 from core.privacy import achieved
+
+
+class LatticeEngine(Engine[P]):
+    """An engine that searches the full-domain lattice (:mod:`core.lattice`) and releases one node."""
+
+    searches_lattice: ClassVar[bool] = True
+
+    def anonymize(self, batch: EncodedBatch, params: P, rng: np.random.Generator,
+                  progress: Progress = no_progress) -> Release:
+        started = time.perf_counter()
+        self.require(batch, params)
+        return self.solve(batch, params, rng, progress, started)
+
+    def require(self, batch: EncodedBatch, params: P) -> None:
+        """Refuse a batch the requirement cannot be met on: fewer rows than k, or l / t without a
+        sensitive attribute."""
+        require_rows(batch, params.k)
+        require_sensitive(batch, params)
+
+    def evaluator(self, batch: EncodedBatch, params: P) -> NodeEvaluator:
+        """The node evaluator of ``params``' requirement, with the engine's ``objective`` if it has one."""
+        objective = getattr(params, "objective", None)
+        req = params.requirement()
+        return NodeEvaluator(batch, req) if objective is None else NodeEvaluator(batch, req, objective)
+
+    @abstractmethod
+    def solve(self, batch: EncodedBatch, params: P, rng: np.random.Generator, progress: Progress,
+              started: float) -> Release:
+        """Search the lattice and return the release (``started``: the run's start, for its runtime)."""
 
 
 def release_from_node(engine: str, batch: EncodedBatch, evaluator: NodeEvaluator, node: NodeResult,
