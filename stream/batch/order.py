@@ -1,4 +1,4 @@
-"""History and publication order of ``anonstream anonymize`` (docs/privacy.md).
+"""History and publication order of a batch run (:func:`stream.batch.run.anonymize_table`, docs/privacy.md).
 
 * Without ``--ledger`` the CLI warns once that separately anonymized overlapping files can be
   intersected, naming the engines the harness (``bench/linking_attack.py``) found most exposed.
@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import re
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from core.errors import InputDataError
@@ -23,94 +22,85 @@ from core.errors import InputDataError
 if TYPE_CHECKING:
     import pandas as pd
 
+Notify = Callable[[str], None]
+"""Where a batch run's notes go (``anonstream anonymize``: standard error); by default the log."""
+log = logging.getLogger(__name__)
+
 _JSON_ESCAPED = re.compile(r'[^ -~]|["\\]')  # characters json.dumps escapes (ensure_ascii): not plain text
-EXPOSED_ENGINES = ("kmember", "lgreedy", "ils")  # measured by bench/linking_attack.py: docs/privacy.md
 NO_LEDGER_WARNING = ("warning: no --ledger: separately anonymized overlapping files can be intersected to "
                      "narrow or disclose shared reports (most exposed engines: {engines}); pass --ledger FILE "
                      "to exclude reports already released and record this release")
-HELP = """\
-History: rows are written in a random order (canonical, then a private seeded permutation), never the
-input's. With --ledger FILE|URL, reports already released (by the stream or an earlier run) are
-excluded and counted, and the release is recorded; without it the CLI warns, because two separately
-anonymized overlapping files can be intersected (docs/privacy.md):
-  anonstream anonymize day2.csv --spec crime --engine kmember --ledger var/ledger.db --out day2-k5.csv
-"""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ledger", metavar="URL", help="remember releases: a SQLite file (created and migrated) or a "
-                   "migrated PostgreSQL URL; reports it already released (same report id, or the same content "
-                   "under any id: ANONSTREAM_LINK_GUARD) are excluded and counted, and this release is "
-                   "recorded. Without it, separately anonymized overlapping files can be intersected")
-    p.add_argument("--order-seed", type=int, default=None, help="seed of the published row order (default: a "
-                   "private one: from the ledger's key with --ledger, else random; written to --report only)")
-    p.add_argument("--keep-order", action="store_true", help="INTERNAL DIAGNOSTICS ONLY: write rows in input "
-                   "order (tells anyone who knows the input order which released row is whose)")
+def history_before(ledger: str | None, schema: Any, frame: pd.DataFrame, notify: Notify = log.info) -> Any:
+    """With a ledger (a SQLite file or URL): the input's fingerprints and the rows already released;
+    without: warn once."""
+    if not ledger:
+        from core.engines.registry import exposed_engines  # each engine's linking_exposed (docs/privacy.md)
 
-
-def history_before(args: argparse.Namespace, schema: Any, frame: pd.DataFrame) -> Any:
-    """With --ledger: the input's fingerprints and the rows already released; without: warn once."""
-    if not getattr(args, "ledger", None):
-        print(NO_LEDGER_WARNING.format(engines=", ".join(EXPOSED_ENGINES)), file=sys.stderr)
+        notify(NO_LEDGER_WARNING.format(engines=", ".join(exposed_engines())))
         return None
     from stream.batch.history import apply_guard, fingerprint_rows, open_ledger
     from stream.config.settings import load_settings
 
     settings = load_settings()
-    db, settings = open_ledger(args.ledger, settings)
+    db, settings = open_ledger(ledger, settings)
     hist = apply_guard(db, fingerprint_rows(frame, schema, settings), settings.privacy.link_guard)
     hist.db, hist.settings = db, settings
     return hist
 
 
-def without_released(frame: pd.DataFrame, history: Any) -> pd.DataFrame:
+def without_released(frame: pd.DataFrame, history: Any, notify: Notify = log.info) -> pd.DataFrame:
     """The input minus the rows the ledger already released (an error if nothing is left)."""
     if history is None:
         return frame
     if history.repeated:
-        print(f"ledger: {history.repeated} row(s) repeat the content of another row of their station (e.g. "
-              "co-offenders): each is its own occurrence and is released, not blocked", file=sys.stderr)
+        notify(f"ledger: {history.repeated} row(s) repeat the content of another row of their station (e.g. "
+               "co-offenders): each is its own occurrence and is released, not blocked")
     if not history.excluded:
         return frame
     from stream.wire.manifest import BLOCK_REASONS
 
     rest = frame.drop(index=history.excluded)
-    print(f"ledger: {len(history.excluded)} of {len(frame)} row(s) already released, excluded: "
-          + "; ".join(f"{r} {n} ({BLOCK_REASONS[r]})" for r, n in history.by_rule().items()), file=sys.stderr)
+    notify(f"ledger: {len(history.excluded)} of {len(frame)} row(s) already released, excluded: "
+           + "; ".join(f"{r} {n} ({BLOCK_REASONS[r]})" for r, n in history.by_rule().items()))
     if rest.empty:
         raise InputDataError(f"every one of the {len(frame)} row(s) was already released "
                              f"(ledger {history.ledger_name()})", reason="already-released")
     return rest
 
 
-def publication(args: argparse.Namespace, release: Any, cols: list[str], history: Any,
-                keys: list[str] | None = None) -> tuple[Any, dict[str, Any], Any]:
-    """The positions of ``release.rows`` in publication order (None: input order, ``--keep-order``),
+def publication(release: Any, cols: list[str], history: Any, keys: list[str] | None = None, *,
+                source: str, seed: int, order_seed: int | None = None, keep_order: bool = False,
+                notify: Notify = log.info) -> tuple[Any, dict[str, Any], Any]:
+    """The positions of ``release.rows`` in publication order (None: input order, ``keep_order``),
     what the private report says about that order, and each row's distinct-row id
     (:func:`stream.io.csvout.row_ids`, in ``release.rows`` order; equal ids mean equal rows).
     ``keys``: columns that determine the rest of a row (the labels, sensitive and pass-through
-    columns of a typed table), hashed instead of every column."""
+    columns of a typed table), hashed instead of every column. ``order_seed`` (else one derived from
+    the ledger's key and the release id of ``source`` (the input's file name) and ``seed``, else random)
+    seeds the order."""
     from stream.io.csvout import row_ids
 
     rows = release.rows if list(release.rows.columns) == cols else release.rows[cols]  # no copy if in order
     ids = row_ids(release.rows, keys) if keys else row_ids(rows)
-    if args.keep_order:
-        print("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
-              "released row is whose (for ils, the true matching); internal diagnostics only", file=sys.stderr)
+    if keep_order:
+        notify("warning: --keep-order writes rows in input order: anyone who knows the input order learns which "
+               "released row is whose (for ils, the true matching); internal diagnostics only")
         return None, {"order": "input (--keep-order)"}, ids
-    from stream.worker.sampling import order_seed
+    from stream.worker.sampling import order_seed as order_seed_of
 
-    seed = args.order_seed
-    if seed is None and history is not None:
+    chosen = order_seed
+    if chosen is None and history is not None:
         from stream.batch.history import batch_release_id
 
-        rid = batch_release_id(Path(args.input).name, release.engine, args.seed, history, list(rows.index))
-        seed = order_seed(history.settings.key_bytes(), rid)
-    if seed is None:
+        rid = batch_release_id(source, release.engine, seed, history, list(rows.index))
+        chosen = order_seed_of(history.settings.key_bytes(), rid)
+    if chosen is None:
         import secrets
 
-        seed = secrets.randbits(63)
-    return publication_positions(rows, seed, ids), {"order": "random", "order_seed": seed}, ids
+        chosen = secrets.randbits(63)
+    return publication_positions(rows, chosen, ids), {"order": "random", "order_seed": chosen}, ids
 
 
 def published_rows(rows: pd.DataFrame, positions: Any) -> pd.DataFrame:
@@ -223,19 +213,19 @@ def json_keys(rows: pd.DataFrame) -> Any:
     return "[" + keys + "]"
 
 
-def record(args: argparse.Namespace, history: Any, release: Any, report: Any, published: pd.DataFrame,
-           cols: list[str]) -> dict[str, Any] | None:
-    """Record a verified release and its fingerprints in the ledger (None without a ledger or if unverified)."""
+def record(history: Any, release: Any, report: Any, published: pd.DataFrame, cols: list[str], *, source: str,
+           seed: int, notify: Notify = log.info) -> dict[str, Any] | None:
+    """Record a verified release and its fingerprints in the ledger (None without a ledger or if unverified);
+    ``source``: the input's file name, ``seed``: the engine's seed (both name the release)."""
     if history is None or not report.ok:
         return None
     from stream.batch.history import batch_release_id, record_release
 
-    name = Path(args.input).name
-    rid = batch_release_id(name, release.engine, args.seed, history, list(release.rows.index))
+    rid = batch_release_id(source, release.engine, seed, history, list(release.rows.index))
     rows = published.astype(object).where(published.notna(), None).values.tolist()
-    record_release(history.db, rid, name, release, report, rows, cols, history, args.seed)
+    record_release(history.db, rid, source, release, report, rows, cols, history, seed)
     history.db.dispose()
-    print(f"ledger: release {rid} recorded ({release.released} report(s))", file=sys.stderr)
+    notify(f"ledger: release {rid} recorded ({release.released} report(s))")
     from stream.wire.manifest import BLOCK_REASONS
 
     return {"release_id": rid, "excluded": len(history.excluded), "excluded_by_rule": history.by_rule(),

@@ -97,16 +97,25 @@ def release_risk(schema: Schema, sample: pd.DataFrame, release: Release, samplin
     The window's eligible reports are the population the sample was drawn from, so the journalist and
     marketer risks use ``sampling_fraction`` = sampled / eligible.
     """
+    risk = risk_summary(schema, sample, release, settings.risk_threshold, sampling_fraction)
+    if release.verification_mode != "k-regular":
+        log_warnings(release, risk, where)
+    return risk
+
+
+def risk_summary(schema: Schema, original: pd.DataFrame, release: Release, threshold: float,
+                 sampling_fraction: float | None = None) -> dict[str, Any]:
+    """The risk profile of a release as JSON: the one risk step of the stream (:func:`release_risk`) and of
+    batch runs (:func:`stream.batch.run.anonymize_table`, the whole file taken as the population when
+    ``sampling_fraction`` is None). A k-regular release gets :func:`k_regular_risk`."""
     if release.verification_mode == "k-regular":
-        return k_regular_risk(int(release.params.get("k", 1)), len(release.rows), settings.risk_threshold)
+        return k_regular_risk(int(release.params.get("k", 1)), len(release.rows), threshold)
     from core.risk import risk_profile  # scipy, imported on the first release only
 
     spec = schema.spec
-    risk = risk_profile(release.rows, schema.qi_names, original=sample, sensitive=schema.sensitive,
+    return risk_profile(release.rows, schema.qi_names, original=original, sensitive=schema.sensitive,
                         severity=spec.sensitive.severity if spec.sensitive else None,
-                        sampling_fraction=sampling_fraction, threshold=settings.risk_threshold).summary()
-    log_warnings(release, risk, where)
-    return risk
+                        sampling_fraction=sampling_fraction, threshold=threshold).summary()
 
 
 def log_warnings(release: Release, risk: dict[str, Any], where: dict[str, Any]) -> None:
