@@ -37,17 +37,10 @@ from core.errors import AnonymizationError, ParamsError
 from db import Database, ReleaseConflict, ReleaseRepository, StoredRelease
 from db.models import Window
 from stream.config.settings import Settings
+from stream.intake.fingerprints import content_fingerprint, fingerprint, person_fingerprint
 from stream.intake.validate import Clean, ReportValidator, content_fields
 from stream.wire.manifest import BLOCK_RULES, blocked_reasons
-from stream.wire.records import (
-    checksum_encoded,
-    clean_json,
-    content_fingerprint,
-    dumps,
-    fingerprint,
-    person_fingerprint,
-    record_messages,
-)
+from stream.wire.records import checksum_encoded, clean_json, dumps, record_messages
 from stream.worker.link_guard import Occurrence, occurrences_blocked
 
 log = logging.getLogger(__name__)

@@ -39,6 +39,8 @@ from core.canonical import canonical_id, canonical_value
 from core.encoding import Schema
 from core.errors import AnonymizationError
 from stream.intake.contract import RejectDetail, apply_missing, declared_dates, event_time, value_rejection
+from stream.intake.dead_letters import dead_letter
+from stream.intake.fingerprints import content_fingerprint, content_hash, fingerprint, person_fingerprint
 from stream.intake.guards import (
     Limits,
     check_payload_size,
@@ -50,7 +52,6 @@ from stream.intake.guards import (
     plausible_time,
     valid_station_id,
 )
-from stream.wire.records import content_fingerprint, content_hash, dead_letter, fingerprint, person_fingerprint
 
 if TYPE_CHECKING:  # the ledger (SQLAlchemy) is imported where reports are stored, not by `push`
     from db.ledger import IncomingReport, Rejection
@@ -219,7 +220,7 @@ class ReportValidator:
 def to_incoming(clean: Clean, key: bytes, window_key: str, person_guard: bool,
                 content_columns: tuple[str, ...] = ()) -> IncomingReport:
     """Drop identifiers: keep the used columns, the keyed report fingerprint, the keyed content
-    fingerprint (see :func:`stream.wire.records.content_fingerprint`) and (optionally) the person's."""
+    fingerprint (see :func:`stream.intake.fingerprints.content_fingerprint`) and (optionally) the person's."""
     from db.ledger import IncomingReport
 
     return IncomingReport(

@@ -1,4 +1,4 @@
-"""Record schemas of the four topics, keyed fingerprints and the release checksum.
+"""Record schemas of the four topics and the release checksum.
 
 Topics (names configurable in :class:`stream.config.settings.Settings`):
 
@@ -8,8 +8,9 @@ Topics (names configurable in :class:`stream.config.settings.Settings`):
      "name": "Jane Roe", "dob": "1990-04-02", "age": 34, "sex": "F", "suburb": "Carlton",
      "postcode": "3053", "reporter": "victim", "offence": "Theft"}
 
-* ``crime.reports.dlq``: :class:`DeadLetter` (one-line reason, station, time, and the original payload:
-  at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole message).
+* ``crime.reports.dlq``: :class:`stream.intake.dead_letters.DeadLetter` (one-line reason, station, time, and
+  the original payload: at most 16,384 characters of it, with its size in bytes and a SHA-256 of the whole
+  message).
 * ``crime.anonymized``: one :class:`stream.wire.contracts.RecordMessage` per released record, keyed by release id; no
   identifiers, no report ids, no fingerprints. ``values`` holds the published table's columns
   (:func:`core.columns.typed_columns`): each QI label with its typed columns (``age_lo``, ``age_hi``,
@@ -23,54 +24,15 @@ Topics (names configurable in :class:`stream.config.settings.Settings`):
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import math
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from core.columns.dates import EVENT_DATES
 from stream.wire.contracts import Manifest, RecordMessage
 
 AnonymizedRecord = RecordMessage  # the record message's contract (stream.wire.contracts); older name
-__all__ = ["AnonymizedRecord", "DeadLetter", "Manifest", "RecordMessage"]
-
-
-def fingerprint(key: bytes, station: str, report_id: str) -> str:
-    """Keyed HMAC-SHA256 of station + report id (the only form in which a report id is stored)."""
-    return hmac.digest(key, f"report\x1f{station}\x1f{report_id}".encode(), "sha256").hex()
-
-
-def person_fingerprint(key: bytes, values: list[str]) -> str | None:
-    """Keyed hash of the configured person columns (e.g. name, dob), normalised; None if all empty."""
-    norm = [" ".join(str(v).split()).casefold() for v in values]
-    if not any(norm):
-        return None
-    return hmac.digest(key, ("person\x1f" + "\x1f".join(norm)).encode(), "sha256").hex()
-
-
-def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, str]]) -> str:
-    """Keyed HMAC of a report's content, independent of its station and report id (survives re-keying).
-
-    With person-level values (e.g. name, dob) present, the person plus the ``event_time`` field
-    identify the incident, so a corrected QI or offence still matches; otherwise the given
-    ``fields`` (name, value) do. ``fields`` hold canonical values (:func:`core.canonical.canonical_value`,
-    built by :func:`stream.intake.validate.content_fields`) and are hashed as given; person values are
-    whitespace-normalised and case-folded.
-    """
-    norm = [" ".join(str(v).split()).casefold() for v in person]
-    if any(norm):
-        when = dict(fields).get("event_time", "")
-        text = "person-content\x1f" + "\x1f".join(norm) + "\x1e" + when
-    else:
-        text = "content\x1f" + "\x1f".join(f"{n}\x1e{v}" for n, v in sorted(fields))
-    return hmac.digest(key, text.encode(), "sha256").hex()
-
-
-def content_hash(data: dict[str, Any]) -> str:
-    text = "\x1f".join(f"{k}\x1e{data[k]}" for k in sorted(data))
-    return hashlib.sha256(text.encode()).hexdigest()
+__all__ = ["AnonymizedRecord", "Manifest", "RecordMessage"]
 
 
 def dumps(obj: Any) -> bytes:
@@ -154,30 +116,3 @@ def checksum_encoded(encoded: list[bytes]) -> str:
         h.update(m)
         h.update(b"\n")
     return h.hexdigest()
-
-
-class DeadLetter(BaseModel):
-    """A rejected message. ``payload`` is an excerpt when ``truncated``
-    (see :func:`stream.intake.guards.bounded_payload`);
-    ``station_id`` is set only when the message carried a valid one."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    payload: str
-    reason: str
-    message: str
-    station_id: str | None
-    at: str
-    payload_bytes: int = 0
-    payload_sha256: str | None = None
-    truncated: bool = False
-
-
-def dead_letter(raw: bytes | str | None, reason: str, message: str, station_id: str | None,
-                at: Any) -> dict[str, Any]:
-    """A :class:`DeadLetter` as a dict, its payload bounded (at most 16,384 characters, see
-    :func:`stream.intake.guards.bounded_payload`) so it fits any producer's max_request_size."""
-    from stream.intake.guards import bounded_payload, one_line
-
-    return DeadLetter(reason=reason, message=one_line(message), station_id=station_id, at=at.isoformat(),
-                      **bounded_payload(raw)).model_dump()

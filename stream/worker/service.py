@@ -26,10 +26,11 @@ from typing import Any
 from core.encoding import Schema
 from db import Database, PoolRepository, Rejection, ReleaseRepository
 from stream.config.settings import Settings
+from stream.intake.dead_letters import dead_letter
 from stream.intake.guards import Limits
 from stream.intake.validate import ReportValidator, screen_batch
 from stream.ops.logs import ctx, release_ctx
-from stream.wire.records import dead_letter, dumps, record_messages
+from stream.wire.records import dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
 from stream.worker.delay_hook import delay_tick

@@ -29,11 +29,12 @@ from db.models import PendingReport, Release, Window
 from stream.analyst.consumer import ReleaseAssembler
 from stream.cli.main import main
 from stream.config.feeds import feed_named
+from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
 from stream.station.producer import make_producer
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
-from stream.wire.records import context_columns, fingerprint
+from stream.wire.records import context_columns
 from tests.conftest import ROOT, shared
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]

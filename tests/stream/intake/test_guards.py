@@ -17,11 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from db import Database, PoolRepository, WindowPolicy
+from stream.intake.dead_letters import DeadLetter
 from stream.intake.guards import DLQ_PAYLOAD_CHARS, Limits, bounded_payload
 from stream.intake.validate import Clean, Rejected, ReportValidator, screen_batch
 from stream.io.specs import load_schema
 from stream.testing.reports import spec_ref
-from stream.wire.records import DeadLetter, dumps
+from stream.wire.records import dumps
 
 NOW = datetime(2024, 3, 2, 12, 0, tzinfo=UTC)
 KEY = b"k" * 32

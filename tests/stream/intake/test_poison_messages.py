@@ -18,9 +18,9 @@ from sqlalchemy import func, select
 
 from db.models import Counter, PendingReport, Watermark, Window
 from db.stations import StationRegistry
+from stream.intake.fingerprints import fingerprint
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
-from stream.wire.records import fingerprint
 from tests.stream.intake.test_guards import CAUSES, NOW, arbitrary_messages, raw_of
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]

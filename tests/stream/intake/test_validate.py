@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stream.intake.fingerprints import fingerprint, person_fingerprint
 from stream.intake.validate import Clean, Rejected, ReportValidator, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, spec_ref
-from stream.wire.records import fingerprint, person_fingerprint
 
 
 @pytest.fixture(scope="module")

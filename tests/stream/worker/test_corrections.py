@@ -16,9 +16,9 @@ import migrations
 from db import Database, IngestResult, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint, ReleaseRecords
 from stream.config.settings import Settings
+from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
-from stream.wire.records import fingerprint
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]

@@ -25,10 +25,10 @@ import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, ReleaseRecords
 from stream.config.settings import Settings
+from stream.intake.fingerprints import fingerprint
 from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import DAY, day_of_reports, spec_ref
-from stream.wire.records import fingerprint
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]

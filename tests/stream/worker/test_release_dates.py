@@ -22,9 +22,9 @@ from sqlalchemy import select
 
 from db.models import PendingReport
 from stream.cli.main import main
+from stream.intake.fingerprints import fingerprint
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
-from stream.wire.records import fingerprint
 
 pytestmark = [pytest.mark.postgres]
 
