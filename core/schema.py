@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.contract import DateFormat, check_date_format, check_encoding
-from core.dp.spec import DPSpec
+from core.dp_spec import DPSpec
 from core.errors import SpecError
 
 
@@ -229,7 +229,7 @@ class DatasetSpec(_Strict):
     # stream: window context published as record columns (docs/stream.md "Release columns"), also in the manifest
     publish_context: tuple[Literal["event_date", "station_id"], ...] = ("event_date", "station_id")
     utility: UtilitySpec = UtilitySpec()
-    dp: DPSpec | None = None  # differentially private count tables (core/dp/spec.py); off when absent
+    dp: DPSpec | None = None  # differentially private count tables (core/dp_spec.py); off when absent
 
     @model_validator(mode="after")
     def _distinct_roles(self) -> DatasetSpec:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from core.contract import DateFormat
 from core.dp.blocks import utc_days
-from core.dp.spec import DerivedColumn, DPSpec
+from core.dp_spec import DerivedColumn, DPSpec
 from core.errors import SpecError
 from core.hierarchies.intervals import band_label
 from core.hierarchies.tree import tree_rows

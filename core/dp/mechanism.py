@@ -16,58 +16,19 @@ returns a ρ whose ε exceeds the one asked.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Literal
 
 import numpy as np
 
+from core.dp_spec import DELTA_RANGE as DELTA_RANGE  # the ε/ρ conversions live with the spec's [dp] table
+from core.dp_spec import EPSILON_RANGE as EPSILON_RANGE
+from core.dp_spec import epsilon_from_rho as epsilon_from_rho
+from core.dp_spec import rho_from_epsilon as rho_from_epsilon
+
 Mechanism = Literal["gaussian", "laplace"]
 MECHANISMS: tuple[str, ...] = ("gaussian", "laplace")
 _SUPPORT_SIGMAS = 40.0  # the pmf beyond 40 σ (or 40 scales) is below 1e-300: nothing left to sum
-
-
-# Sane ranges of the parameters (checked before anything is allocated): outside them a count is
-# either pure noise (tiny ε: σ in the millions, a noise table of gigabytes) or barely protected.
-EPSILON_RANGE = (1e-3, 100.0)
-DELTA_RANGE = (1e-12, 1e-2)
-
-
-def _check_delta(delta: float) -> None:
-    if not DELTA_RANGE[0] <= delta <= DELTA_RANGE[1]:
-        raise ValueError(f"delta must be between {DELTA_RANGE[0]:g} and {DELTA_RANGE[1]:g} (got {delta:g})")
-
-
-@functools.lru_cache(maxsize=256)
-def epsilon_from_rho(rho: float, delta: float) -> float:
-    """The ε of (ε, δ)-DP that ρ-zCDP implies, by OpenDP's own conversion (``make_zCDP_to_approxDP``)."""
-    if not rho >= 0 or not math.isfinite(rho):
-        raise ValueError(f"need a finite rho >= 0 (got {rho})")
-    _check_delta(delta)
-    if rho == 0:
-        return 0.0
-    import opendp.prelude as dp
-
-    dp.enable_features("contrib")
-    meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64), scale=1 / math.sqrt(2 * rho))
-    return float(dp.c.make_zCDP_to_approxDP(meas).map(1).epsilon(delta))
-
-
-@functools.lru_cache(maxsize=256)
-def rho_from_epsilon(epsilon: float, delta: float) -> float:
-    """The largest ρ (to 1e-10 relative) whose zCDP guarantee implies (ε, δ)-DP by OpenDP's conversion."""
-    if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1] * 10:
-        raise ValueError(f"need epsilon between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1] * 10:g} (got {epsilon})")
-    _check_delta(delta)
-    log_term = math.log(1 / delta)
-    lo = (math.sqrt(epsilon + log_term) - math.sqrt(log_term)) ** 2  # Bun & Steinke: always safe, a little low
-    hi = lo * 2
-    while epsilon_from_rho(hi, delta) <= epsilon:
-        lo, hi = hi, hi * 2
-    while hi - lo > lo * 1e-10:
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if epsilon_from_rho(mid, delta) <= epsilon else (lo, mid)
-    return lo
 
 
 def scale(rho: float, mechanism: Mechanism = "gaussian", sensitivity: int = 1) -> float:

@@ -44,7 +44,7 @@ def settings_for(spec: Any, args: argparse.Namespace, recorded: Any = None) -> A
     disagrees with the recorded policy is refused later, by the ledger."""
     from pydantic import ValidationError
 
-    from core.dp.spec import DPSpec
+    from core.dp_spec import DPSpec
 
     by = tuple(c.strip() for c in args.by.split(",") if c.strip())
     if not by:

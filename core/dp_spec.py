@@ -1,14 +1,64 @@
-"""The spec's ``[dp]`` table: which count tables a release carries and what they may spend.
+"""The spec's ``[dp]`` table (which count tables a release carries and what they may spend) and the
+ε/ρ conversions its budget is stated in.
 
-Declared once, here; :class:`core.schema.DatasetSpec` has it as ``dp`` (off when absent). The format,
-with the crime spec's example, is in docs/spec.md and docs/privacy.md.
+Declared once, here, below both :mod:`core.schema` (whose :class:`~core.schema.DatasetSpec` has it as
+``dp``, off when absent) and :mod:`core.dp` (which spends it), so that neither imports the other's
+folder. The format, with the crime spec's example, is in docs/spec.md and docs/privacy.md.
+
+The conversion from ρ-zCDP to (ε, δ)-DP is OpenDP's own (``make_zCDP_to_approxDP``, the tight bound of
+Canonne, Kamath & Steinke 2020): :func:`epsilon_from_rho` asks OpenDP (imported on first use),
+:func:`rho_from_epsilon` inverts it by bisection and never returns a ρ whose ε exceeds the one asked.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Sane ranges of the parameters (checked before anything is allocated): outside them a count is
+# either pure noise (tiny ε: σ in the millions, a noise table of gigabytes) or barely protected.
+EPSILON_RANGE = (1e-3, 100.0)
+DELTA_RANGE = (1e-12, 1e-2)
+
+
+def _check_delta(delta: float) -> None:
+    if not DELTA_RANGE[0] <= delta <= DELTA_RANGE[1]:
+        raise ValueError(f"delta must be between {DELTA_RANGE[0]:g} and {DELTA_RANGE[1]:g} (got {delta:g})")
+
+
+@functools.lru_cache(maxsize=256)
+def epsilon_from_rho(rho: float, delta: float) -> float:
+    """The ε of (ε, δ)-DP that ρ-zCDP implies, by OpenDP's own conversion (``make_zCDP_to_approxDP``)."""
+    if not rho >= 0 or not math.isfinite(rho):
+        raise ValueError(f"need a finite rho >= 0 (got {rho})")
+    _check_delta(delta)
+    if rho == 0:
+        return 0.0
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    meas = dp.m.make_gaussian(dp.atom_domain(T=dp.i64), dp.absolute_distance(T=dp.i64), scale=1 / math.sqrt(2 * rho))
+    return float(dp.c.make_zCDP_to_approxDP(meas).map(1).epsilon(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def rho_from_epsilon(epsilon: float, delta: float) -> float:
+    """The largest ρ (to 1e-10 relative) whose zCDP guarantee implies (ε, δ)-DP by OpenDP's conversion."""
+    if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1] * 10:
+        raise ValueError(f"need epsilon between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1] * 10:g} (got {epsilon})")
+    _check_delta(delta)
+    log_term = math.log(1 / delta)
+    lo = (math.sqrt(epsilon + log_term) - math.sqrt(log_term)) ** 2  # Bun & Steinke: always safe, a little low
+    hi = lo * 2
+    while epsilon_from_rho(hi, delta) <= epsilon:
+        lo, hi = hi, hi * 2
+    while hi - lo > lo * 1e-10:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if epsilon_from_rho(mid, delta) <= epsilon else (lo, mid)
+    return lo
 
 
 class _Strict(BaseModel):
@@ -77,8 +127,6 @@ class DPSpec(_Strict):
 
         Gaussian: the ρ whose zCDP implies (``epsilon``, ``delta``)-DP. Laplace: each of the G tables gets
         pure ε/G (pure ε adds up to ``epsilon``), which is (ε/G)²/2 in ρ per table, ε²/(2G) in all."""
-        from core.dp.mechanism import rho_from_epsilon
-
         if self.mechanism == "gaussian":
             return rho_from_epsilon(self.epsilon, self.delta)
         return self.epsilon**2 / (2 * len(self.groupings))
@@ -86,6 +134,4 @@ class DPSpec(_Strict):
     @property
     def cap_rho(self) -> float:
         """Each block's lifetime cap in ρ: zCDP at ``cap_rho`` implies (``cap_epsilon``, ``delta``)-DP."""
-        from core.dp.mechanism import rho_from_epsilon
-
         return rho_from_epsilon(self.cap_epsilon, self.delta)
