@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -40,13 +40,24 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 Problem = tuple[str, str] | None
 
 
+def _setting_default(name: str) -> Callable[[], int]:
+    """The default of setting ``name``, declared once in :class:`stream.config.settings.Settings` (read on
+    first use, so that importing this module does not load the settings)."""
+    def default() -> int:
+        from stream.config.settings import Settings
+
+        return int(Settings.model_fields[name].default)
+
+    return default
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on a single report (from the settings; the defaults are the service's)."""
+    """Bounds on a single report (from the settings; the defaults are the settings' own)."""
 
-    max_report_bytes: int = 65_536
-    max_future_s: int = 86_400
-    horizon_days: int = 3_650
+    max_report_bytes: int = field(default_factory=_setting_default("max_report_bytes"))
+    max_future_s: int = field(default_factory=_setting_default("event_time_max_future_s"))
+    horizon_days: int = field(default_factory=_setting_default("event_time_horizon_days"))
 
     @classmethod
     def from_settings(cls, settings: Any) -> Limits:
