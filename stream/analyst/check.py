@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from stream.analyst.export import FORMATS, manifest_path
 from stream.analyst.sidecars import ReleaseCheckError, load_signed, resolve_public_key, sidecar_problems
-from stream.wire.csvsafe import unneutralize
+from stream.io.csvsafe import unneutralize
 from stream.wire.release_ids import valid_release_id
 from stream.wire.rowhash import SHORT, digest_of_hashes, row_hash, short_hashes
 

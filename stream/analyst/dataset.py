@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from stream.analyst.check import release_data_files, resolve_public_key, verify_releases
 from stream.analyst.counts import read_counts
 from stream.analyst.export.types import typed_column, typed_frame
-from stream.wire.csvsafe import unneutralize
+from stream.io.csvsafe import unneutralize
 
 __all__ = ["read_counts", "read_releases"]
 

@@ -211,7 +211,7 @@ def _fault_point() -> str | None:
 def _write(path: Path, table: Any, fault: str | None) -> None:
     """The table as CSV, written atomically (never a half-written file, never a device replaced)."""
     from stream.io.atomic import write_atomic
-    from stream.wire.csvsafe import neutralize_frame
+    from stream.io.csvsafe import neutralize_frame
 
     def write(target: Path) -> None:
         neutralize_frame(table).to_csv(target, index=False)

@@ -139,7 +139,7 @@ def _write(args: argparse.Namespace, result: BatchResult, clock: StageClock) -> 
     if args.out:
         from stream.io.atomic import write_atomic
         from stream.io.csvout import write_csv
-        from stream.wire.csvsafe import neutralize_frame
+        from stream.io.csvsafe import neutralize_frame
 
         raw = [c.strip() for c in (args.raw_columns or "").split(",") if c.strip()]
         write_atomic(args.out, lambda tmp: write_csv(result.table, tmp, result.ids,

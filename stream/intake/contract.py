@@ -4,26 +4,17 @@ The rules themselves live in :mod:`core.contract` and the hierarchies; the batch
 (:mod:`stream.io.tables`) apply the same rules to whole columns. This module holds the per-report
 pieces the validator calls: the event time, the missing-value policy and the wording of a
 rejection. Messages name the field and never the value (they go to the dead-letter topic); the
-value travels separately in :class:`RejectDetail` for the station's own screen.
+value travels separately in a :class:`stream.io.rejects.RejectDetail` for the station's own screen.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from core import contract
 from core.errors import AnonymizationError
 from core.schema import DatasetSpec
-
-
-@dataclass(frozen=True)
-class RejectDetail:
-    """The field and raw value behind a rejection: shown locally by ``push``, never dead-lettered."""
-
-    column: str
-    value: str
-
+from stream.io.rejects import RejectDetail
 
 # One message per reason (a value's reason comes from the error the hierarchy raised).
 VALUE_REASONS: dict[str, tuple[str, str]] = {

@@ -38,7 +38,7 @@ import pandas as pd
 from core.canonical import canonical_id, canonical_value
 from core.encoding import Schema
 from core.errors import AnonymizationError
-from stream.intake.contract import RejectDetail, apply_missing, declared_dates, event_time, value_rejection
+from stream.intake.contract import apply_missing, declared_dates, event_time, value_rejection
 from stream.intake.dead_letters import dead_letter
 from stream.intake.fingerprints import content_fingerprint, content_hash, fingerprint, person_fingerprint
 from stream.intake.guards import (
@@ -52,6 +52,7 @@ from stream.intake.guards import (
     plausible_time,
     valid_station_id,
 )
+from stream.io.rejects import RejectDetail
 
 if TYPE_CHECKING:  # the ledger (SQLAlchemy) is imported where reports are stored, not by `push`
     from db.ledger import IncomingReport, Rejection

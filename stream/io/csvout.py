@@ -48,7 +48,7 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
     row once.
 
     ``ids``: the rows' distinct-row ids if known (:func:`row_ids`, in ``frame`` order; equal ids must
-    mean equal rows). ``prepare``: a row-wise rewrite (e.g. :func:`stream.wire.csvsafe.neutralize_frame`),
+    mean equal rows). ``prepare``: a row-wise rewrite (e.g. :func:`stream.io.csvsafe.neutralize_frame`),
     applied to the distinct rows only. ``order``: row positions to write (None: as they are)."""
     prepare = prepare or (lambda f: f)
     if not len(frame):

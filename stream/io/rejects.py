@@ -11,7 +11,7 @@ The file is readable by its owner only (0600), written under a temporary name an
 when push ends (:class:`stream.io.atomic.AtomicFile`): an interrupted push leaves the old rejects file
 as it was. CSV cells a spreadsheet would run as formulas
 (``=``, ``+``, ``-``, ``@`` ...) get a leading quote, as in every CSV we write
-(:mod:`stream.wire.csvsafe`); plain numbers such as ``-5`` are left alone, and push removes the quotes
+(:mod:`stream.io.csvsafe`); plain numbers such as ``-5`` are left alone, and push removes the quotes
 when it reads the file back (:func:`stream.io.rows.iter_rows`). None of this leaves the station's
 machine: the dead-letter topic never sees a value.
 """
@@ -22,6 +22,7 @@ import csv
 import difflib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,13 +31,31 @@ from core.checks import allowed_values
 from core.encoding import Schema
 from core.hierarchies import DateHierarchy, IntervalHierarchy
 from stream.io.atomic import AtomicFile
+from stream.io.csvsafe import neutralize
 from stream.io.rows import REJECT_COLUMNS, is_reject_column
-from stream.station.producer import Rejection
-from stream.wire.csvsafe import neutralize
 
 NOTE = ("reject_note: this file holds identifiers (report ids and any names or addresses of the rows); keep it "
         "on this machine and delete it once the rows are pushed again")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True)
+class RejectDetail:
+    """The field and raw value behind a rejection: shown locally by ``push``, never dead-lettered."""
+
+    column: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A row ``push`` did not send: its line in the file, the reason and message the dead-letter topic
+    would carry, and (for the station's own screen and rejects file only) the field and value behind it."""
+
+    line: int
+    reason: str
+    message: str
+    detail: RejectDetail | None = None
 
 
 def _cell(value: Any) -> Any:

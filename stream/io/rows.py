@@ -45,8 +45,8 @@ def is_reject_column(name: str) -> bool:
 
 def _from_rejects(row: dict[str, Any], csv_cells: bool) -> dict[str, Any]:
     """A row of a rejects file without its reject_ columns; CSV cells lose the quote that kept a spreadsheet
-    from running them as formulas (:func:`stream.wire.csvsafe.neutralize`)."""
-    from stream.wire.csvsafe import unneutralize
+    from running them as formulas (:func:`stream.io.csvsafe.neutralize`)."""
+    from stream.io.csvsafe import unneutralize
 
     return {k: unneutralize(v) if csv_cells else v for k, v in row.items() if not is_reject_column(k)}
 

@@ -28,19 +28,11 @@ from typing import Any, Protocol
 
 from core.canonical import canonical_id
 from core.encoding import Schema
-from stream.intake.contract import RejectDetail
 from stream.intake.validate import Rejected, ReportValidator
+from stream.io.rejects import RejectDetail, Rejection
 from stream.io.rows import Row, chunks
 from stream.ops.kafka_clients import open_client
 from stream.wire.receipts import push_headers
-
-
-@dataclass(frozen=True)
-class Rejection:
-    line: int
-    reason: str
-    message: str
-    detail: RejectDetail | None = None
 
 
 class RejectSink(Protocol):

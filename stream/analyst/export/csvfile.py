@@ -1,4 +1,4 @@
-"""CSV: a header, then one row per record in ``seq`` order; formula-like text neutralized (stream.wire.csvsafe)."""
+"""CSV: a header, then one row per record in ``seq`` order; formula-like text neutralized (stream.io.csvsafe)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from stream.wire.csvsafe import neutralize_row
+from stream.io.csvsafe import neutralize_row
 
 
 def write_csv(path: Path, manifest: dict[str, Any], records: list[dict[str, Any]],

@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from core.errors import ParamsError
 from stream.analyst.consumer import ReleaseAssembler, write_release_csv
+from stream.io.csvsafe import neutralize
 from stream.testing.manifests import contract_manifest
-from stream.wire.csvsafe import neutralize
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.signing import load_private_key, private_key_from_hex, sign_manifest, verify_manifest
 

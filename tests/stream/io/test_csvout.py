@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from stream.io.csvout import row_ids, write_csv
-from stream.wire.csvsafe import neutralize_frame
+from stream.io.csvsafe import neutralize_frame
 
 
 def _table(n: int = 400) -> pd.DataFrame:

@@ -8,11 +8,9 @@ import json
 
 import pytest
 
-from stream.intake.contract import RejectDetail
-from stream.io.rejects import NOTE, Hints, RejectsWriter
+from stream.io.rejects import NOTE, Hints, RejectDetail, Rejection, RejectsWriter
 from stream.io.rows import iter_rows
 from stream.io.specs import load_schema
-from stream.station.producer import Rejection
 from stream.testing.reports import day_of_reports, spec_ref
 
 
