@@ -84,6 +84,49 @@ def cover_best(levels: np.ndarray, codes: np.ndarray, loss: np.ndarray, valid: n
 
 
 @njit(cache=True, nogil=True)
+def _lca(maps: np.ndarray, tree: np.ndarray, xlo: np.ndarray, xlvl: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """``lca[a, leaf]``: the lowest level >= ``xlvl[a]`` where ``leaf`` and ``xlo[a]`` share a node (tree QIs)."""
+    d, levels, n_leaves = maps.shape
+    lca = np.zeros((d, n_leaves), np.int32)
+    for a in range(d):
+        if not tree[a]:
+            continue
+        for leaf in range(n_leaves):
+            level = xlvl[a]
+            while level < levels - 1 and maps[a, level, leaf] != maps[a, level, xlo[a]]:
+                level += 1
+            lca[a, leaf] = level
+    return lca
+
+
+@njit(cache=True, nogil=True)
+def _row_cost(lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray, i: int, xlo: np.ndarray, xhi: np.ndarray,
+              xlvl: np.ndarray, lca: np.ndarray, maps: np.ndarray, leafcost: np.ndarray, tree: np.ndarray,
+              ordered: np.ndarray, vals: np.ndarray, weights: np.ndarray, hull_eps: float) -> float:  # pragma: no cover
+    """Loss of cluster ``i`` of ``(lo, hi, lvl)`` joined with the cluster ``(xlo, xhi, xlvl)``."""
+    top = maps.shape[1] - 1
+    total = 0.0
+    for a in range(lo.shape[1]):
+        if ordered[a]:
+            p = min(lo[i, a], xlo[a])
+            q = max(hi[i, a], xhi[a])
+        else:
+            p = lo[i, a]
+            q = xlo[a]
+        if tree[a]:
+            level = max(lvl[i, a], lca[a, lo[i, a]])
+        else:
+            level = max(lvl[i, a], xlvl[a])
+            while level < top and maps[a, level, p] != maps[a, level, q]:
+                level += 1
+        c = leafcost[a, level, p]
+        if ordered[a]:
+            c += hull_eps * (vals[a, q] - vals[a, p])
+        total += weights[a] * c
+    return total
+
+
+@njit(cache=True, nogil=True)
 def join_il_lca(lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray, active: np.ndarray, xlo: np.ndarray,
                 xhi: np.ndarray, xlvl: np.ndarray, maps: np.ndarray, leafcost: np.ndarray, tree: np.ndarray,
                 ordered: np.ndarray, vals: np.ndarray, weights: np.ndarray,
@@ -96,39 +139,55 @@ def join_il_lca(lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray, active: np.ndar
     ``lca(leaf, xlo)`` is computed once per call for every leaf, so each cluster costs two table
     look-ups per QI (``leafcost[a, level, leaf]``: the cost of the leaf's node at that level). Other
     QIs climb as :func:`join_il` does. Same result as :func:`join_il`."""
-    n, d = lo.shape
-    levels, n_leaves = maps.shape[1], maps.shape[2]
-    top = levels - 1
-    lca = np.empty((d, n_leaves), np.int32)
-    for a in range(d):
-        if not tree[a]:
-            continue
-        for leaf in range(n_leaves):
-            level = xlvl[a]
-            while level < top and maps[a, level, leaf] != maps[a, level, xlo[a]]:
-                level += 1
-            lca[a, leaf] = level
-    out = np.full(n, np.inf)
-    for i in range(n):
-        if not active[i]:
-            continue
-        total = 0.0
-        for a in range(d):
-            if ordered[a]:
-                p = min(lo[i, a], xlo[a])
-                q = max(hi[i, a], xhi[a])
-            else:
-                p = lo[i, a]
-                q = xlo[a]
-            if tree[a]:
-                level = max(lvl[i, a], lca[a, lo[i, a]])
-            else:
-                level = max(lvl[i, a], xlvl[a])
-                while level < top and maps[a, level, p] != maps[a, level, q]:
-                    level += 1
-            c = leafcost[a, level, p]
-            if ordered[a]:
-                c += hull_eps * (vals[a, q] - vals[a, p])
-            total += weights[a] * c
-        out[i] = total
+    lca = _lca(maps, tree, xlo, xlvl)
+    out = np.full(lo.shape[0], np.inf)
+    for i in range(lo.shape[0]):
+        if active[i]:
+            out[i] = _row_cost(lo, hi, lvl, i, xlo, xhi, xlvl, lca, maps, leafcost, tree, ordered, vals, weights,
+                               hull_eps)
     return out
+
+
+@njit(cache=True, nogil=True)
+def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arrival: np.ndarray, pcode: np.ndarray,
+                   scode: np.ndarray, have_p: np.ndarray, have_s: np.ndarray, k: int, ell: int, lo: np.ndarray,
+                   hi: np.ndarray, lvl: np.ndarray, maps: np.ndarray, leafcost: np.ndarray, tree: np.ndarray,
+                   ordered: np.ndarray, vals: np.ndarray, weights: np.ndarray,
+                   hull_eps: float) -> np.ndarray:  # pragma: no cover
+    """Rows of ``leaves`` a cluster ``(lo, hi, lvl)`` (updated in place) holding the persons ``have_p`` and
+    values ``have_s`` (codes) takes in, one at a time, until it has ``k`` persons and ``ell`` values: each
+    time the alive row of least joined loss (the lowest ``arrival`` on ties) among those bringing a new
+    person (while it lacks persons) and a new value (while it lacks values). Empty when that fails.
+    ``pts``: zeros shaped as ``leaves`` (its rows are points, level 0)."""
+    pids, sens = set(have_p), set(have_s)
+    n, d = leaves.shape
+    zero = np.zeros(d, np.int32)
+    cost = np.full(n, np.inf)
+    taken = np.empty(n, np.int64)
+    m, stale = 0, True
+    while len(pids) < k or len(sens) < ell:
+        need_p, need_s = len(pids) < k, len(sens) < ell
+        if stale:  # the joined losses change only when the cluster's generalisation does
+            lca = _lca(maps, tree, lo, lvl)
+            for r in range(n):
+                if alive[r]:
+                    cost[r] = _row_cost(leaves, leaves, pts, r, lo, hi, lvl, lca, maps, leafcost, tree, ordered,
+                                        vals, weights, hull_eps)
+            stale = False
+        best, best_cost, best_arrival = -1, np.inf, 0
+        for r in range(n):
+            if not alive[r] or (need_p and pcode[r] in pids) or (need_s and scode[r] in sens):
+                continue
+            if cost[r] < best_cost or (cost[r] == best_cost and arrival[r] < best_arrival):
+                best, best_cost, best_arrival = r, cost[r], arrival[r]
+        if best < 0:
+            return taken[:0]
+        alive[best] = False
+        taken[m] = best
+        m += 1
+        pids.add(pcode[best])
+        sens.add(scode[best])
+        was = lo.copy(), hi.copy(), lvl.copy()
+        join_one(lo, hi, lvl, leaves[best], leaves[best], zero, maps, ordered)
+        stale = not ((was[0] == lo).all() and (was[1] == hi).all() and (was[2] == lvl).all())
+    return taken[:m]

@@ -39,7 +39,8 @@ class Departure:
 
 @dataclass
 class Waiting:
-    """A tuple waiting in an open cluster (``slot``) since tuple number ``arrival``."""
+    """A tuple waiting in an open cluster (``slot``) since tuple number ``arrival``; ``row``: its row in the
+    stream's :class:`~core.engines.castle.merge.TupleTable`."""
 
     leaves: np.ndarray
     pid: Hashable
@@ -47,3 +48,4 @@ class Waiting:
     arrival: int
     time: float | None
     slot: int
+    row: int = -1

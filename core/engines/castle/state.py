@@ -86,15 +86,8 @@ def restore(state: CastleState, space: Space, rng: np.random.Generator) -> Castl
         slots.append(slot)
     for t in state.waiting:
         slot = slots[t["cluster"]]
-        w = Waiting(np.asarray(t["leaves"], np.int32), t["pid"], t["sens"], t["arrival"], t["time"], slot)
-        stream.tuples[t["id"]] = w
-        stream.queue.append(t["id"])
-        c = pool.get(slot)
-        c.members.append(t["id"])
-        pool.size[slot] += 1
-        for counter, key in ((c.pids, w.pid), (c.sens, w.sens), (stream.open_pids, w.pid),
-                             (stream.open_sens, w.sens)):
-            counter[key] += 1
+        stream.admit(t["id"], Waiting(np.asarray(t["leaves"], np.int32), t["pid"], t["sens"], t["arrival"],
+                                      t["time"], slot))
     for p in state.published:
         stream.omega.add(p["id"], np.stack([p["levels"], p["codes"]], axis=1), p["loss"])
     stream.recent.extend(state.recent_losses)
