@@ -31,8 +31,9 @@ JSON_ROWS = 100  # JSON-lines objects whose keys make the header (an object may 
 SHOWN = 6  # missing columns named in the error line
 
 
-def file_columns(path: str | Path, spec: DatasetSpec) -> list[str] | None:
-    """The file's column names as the reader sees them; None for a file without a header row."""
+def file_columns(path: str | Path, spec: DatasetSpec) -> list[str]:
+    """The file's column names as the reader sees them: a file without a header row has the spec's
+    ``[input] columns`` (so a spec for such a file without the stream's keys is refused before a push)."""
     fmt = spec.input
     suffix = Path(path).suffix.lower()
     if suffix in BINARY_SUFFIXES or suffix in JSON_SUFFIXES:
@@ -42,7 +43,7 @@ def file_columns(path: str | Path, spec: DatasetSpec) -> list[str] | None:
             names.update(dict.fromkeys(row))
         return list(names)
     if fmt.columns:
-        return None
+        return list(fmt.columns)
     return [c for c in csv_header(path, fmt.separator, fmt.encoding)[0] if not is_reject_column(c)]
 
 
@@ -114,8 +115,6 @@ def check_file_header(path: str | Path, spec_ref: str | Path, spec: DatasetSpec,
                       station_given: bool = False) -> None:
     """Refuse, in one line (``InputDataError``, exit 2), a file whose header lacks columns ``spec`` needs."""
     header = file_columns(path, spec)
-    if header is None:
-        return
     need = needed_columns(spec, stream, station_given)
     missing = [c for c in need if c not in header]
     if not missing:

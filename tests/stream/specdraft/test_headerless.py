@@ -122,3 +122,12 @@ def test_a_title_line_above_the_table_is_one_line(tmp_path: Path) -> None:
         code, _out, err = _run("spec", "draft", str(src), *extra)
         assert code == 2 and err.count("\n") == 1, err
         assert f"line 1 has 1 cell(s) and the rows below have {frame.shape[1]}" in err
+
+
+def test_push_of_a_headerless_draft_without_stream_keys_is_refused_whole_in_one_line(tmp_path: Path) -> None:
+    src, spec = tmp_path / "people.data", tmp_path / "people.toml"
+    _people().to_csv(src, index=False, header=False)
+    assert _run("spec", "draft", str(src), "--out", str(spec))[0] == 0
+    code, out, err = _run("push", str(src), "--spec", str(spec), "--station", "S1", "--broker", "kafka://127.0.0.1:1")
+    assert code == 2 and err.count("\n") == 1 and "sent" not in out, out + err
+    assert "lacks column(s) named in the spec: 'report_id', 'event_time'" in err
