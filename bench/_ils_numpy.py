@@ -17,7 +17,8 @@ import numpy as np
 from core.engines.hetero.state import apply_move
 
 
-def edge_gains(S, C, a: int, b: int, cand_d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def edge_gains(S: tuple[np.ndarray, ...], C: tuple[np.ndarray, ...], a: int, b: int,
+               cand_d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gains of every move (a, b), (c, d) for d in ``cand_d``: (gains, c, d); -inf where infeasible."""
     M, mn1, mn2, mx1, mx2, cnt, ndist, rowcost = S[0], S[2], S[3], S[4], S[5], S[7], S[8], S[11]
     xn, xc, offs, inv_range, cat_den = C[0], C[1], C[2], C[3], C[4]
@@ -46,7 +47,8 @@ def edge_gains(S, C, a: int, b: int, cand_d: np.ndarray) -> tuple[np.ndarray, np
     return np.where(ok, gains, -np.inf), c, d
 
 
-def numpy_descent(S, C, cand: np.ndarray, seed: int, time_limit: float) -> dict[str, float]:
+def numpy_descent(S: tuple[np.ndarray, ...], C: tuple[np.ndarray, ...], cand: np.ndarray, seed: int,
+                  time_limit: float) -> dict[str, float]:
     """Algorithm 2 with numpy-vectorized move evaluation; returns counters and elapsed time."""
     rng = np.random.default_rng(seed)
     n, k = S[0].shape

@@ -43,8 +43,10 @@ def warm(df: pd.DataFrame, supp: float, repeat: int, backend: str) -> dict:
             from core.engines.fulldomain import optimal as opt
             from core.lattice import Lattice, NodeEvaluator
 
+            assert isinstance(params, opt.OptimalParams)
             ev = NodeEvaluator(batch, params.requirement(), backend="numpy")
             best, _ = opt.branch_and_bound(ev, Lattice(batch.heights), params.max_nodes)
+            assert best is not None, "no feasible node"
             levels, suppressed, evaluated = list(best.levels), best.suppressed, ev.evaluations
         else:
             rel = eng.anonymize(batch, params, np.random.default_rng(0))

@@ -84,6 +84,7 @@ def run_one(engine: str, frame: pd.DataFrame, schema: Schema, values: dict[str, 
     rep = verify_release(frame, rel, schema)
     d, m = rel.diagnostics, rel.metrics
     curve = d["curve"]
+    assert batch.sensitive_labels is not None and batch.severity is not None, "CG runs need a severity table"
     sev = dict(zip(batch.sensitive_labels, batch.severity, strict=True))
     return {
         "engine": engine, "rows": len(frame), "verified": rep.ok, "failures": rep.failures[:3], "k": rep.k,

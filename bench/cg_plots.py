@@ -30,10 +30,10 @@ def _tick(run: dict[str, Any], offences: list[str]) -> list[str]:
 
 
 def fig_class_size(runs: list[dict[str, Any]], ds: str, out: Path) -> Path:
-    panels = [(f"{ds}: CG-Kanon, uniform severity (Fig. 2)", _find(runs, ds, "A1:S1:R1 uniform severity", "cg-kanon")),
-              (f"{ds}: CG-Kanon, severity-weighted (Fig. 3)", _find(runs, ds, "A1:S1:R1", "cg-kanon")),
-              (f"{ds}: CG-Diverse", _find(runs, ds, "A1:S1:R1", "cg-diverse"))]
-    panels = [(t, r) for t, r in panels if r is not None]
+    found = [(f"{ds}: CG-Kanon, uniform severity (Fig. 2)", _find(runs, ds, "A1:S1:R1 uniform severity", "cg-kanon")),
+             (f"{ds}: CG-Kanon, severity-weighted (Fig. 3)", _find(runs, ds, "A1:S1:R1", "cg-kanon")),
+             (f"{ds}: CG-Diverse", _find(runs, ds, "A1:S1:R1", "cg-diverse"))]
+    panels = [(t, r) for t, r in found if r is not None]
     ref = panels[-1][1]  # order and label offences by their real severity, also for the uniform run
     offs = _offences(ref)
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5), squeeze=False)
@@ -72,8 +72,8 @@ def fig_frequency(runs: list[dict[str, Any]], ds: str, out: Path) -> Path:
 def fig_loss(runs: list[dict[str, Any]], ds: str, out: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     for ax, engine, fig_no in zip(axes, ENGINES, ("6", "7"), strict=True):
-        present = [(w, _find(runs, ds, w, engine)) for w in WEIGHTS]
-        present = [(w, r) for w, r in present if r is not None]
+        found = [(w, _find(runs, ds, w, engine)) for w in WEIGHTS]
+        present = [(w, r) for w, r in found if r is not None]
         if not present:
             continue
         attrs = list(present[0][1]["per_attribute_loss"])

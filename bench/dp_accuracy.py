@@ -44,6 +44,7 @@ from core.engines.registry import get_engine, make_params
 from core.engines.warmup import warm_up
 from core.generators.crime import generate_crime_reports
 from core.hierarchies.intervals import IntervalHierarchy
+from core.schema import IntervalHierarchySpec
 from stream.io.specs import load_schema
 
 EPSILONS = (0.5, 1.0, 2.0)
@@ -55,7 +56,8 @@ def _leaves(schema: Schema, qi: str) -> list[str]:
     q = schema.spec.qi_spec(qi)
     h = q.hierarchy
     if isinstance(schema.hierarchies[qi], IntervalHierarchy):
-        lo, hi = h.domain  # type: ignore[union-attr]
+        assert isinstance(h, IntervalHierarchySpec) and h.domain is not None, f"{qi}: needs a declared domain"
+        lo, hi = h.domain
         return [str(v) for v in range(int(lo), int(hi) + 1)]
     rows = getattr(h, "rows", None)
     if rows is None:

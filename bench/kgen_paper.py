@@ -131,10 +131,10 @@ def bench_dataset(label: str, frame: pd.DataFrame, schema_for: Any, dims: list[i
                 exact[name] = None
                 continue
             extra = {"max_nodes": 10**9} if name == "exhaustive" else {}
-            exact[name] = run_capped(name, batch, {**base, "objective": "precision", **extra}, args.cap)
-            if exact[name] is None or "error" in exact[name]:
+            result = exact[name] = run_capped(name, batch, {**base, "objective": "precision", **extra}, args.cap)
+            if result is None or "error" in result:
                 stopped.add(name)
-        ref = next((exact[n] for n in EXACT if exact[n] and "error" not in exact[n]), None)
+        ref = next((r for r in exact.values() if r and "error" not in r), None)
         for name in EXACT:
             res = exact[name]
             row = {"dataset": label, "qis": d, "lattice": lattice, "engine": name, "seeds": 1}

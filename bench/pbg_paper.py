@@ -24,6 +24,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,13 @@ def exhaustive(props: PropertyEvaluator) -> tuple[dict[tuple[int, ...], Evaluati
     return table, time.perf_counter() - t0
 
 
+def recorder(trace: list[tuple[int, list[Indices]]]) -> Callable[[int, int, list[Indices]], None]:
+    """A search observer that appends (distinct evaluations, archive members) to ``trace``."""
+    def observe(_iteration: int, evaluations: int, members: list[Indices]) -> None:
+        trace.append((evaluations, members))
+    return observe
+
+
 def run_set(props: PropertyEvaluator, table: dict, objectives: tuple[str, ...], eps: tuple[float, ...], runs: int,
             real: bool, prune: bool) -> dict:
     dirs = np.array([DIRECTIONS[o] for o in objectives])
@@ -96,7 +104,7 @@ def run_set(props: PropertyEvaluator, table: dict, objectives: tuple[str, ...], 
         trace: list[tuple[int, list[Indices]]] = []
         bound = OptimisticBound(props, objectives, None if real else table.__getitem__) if prune else None
         res = run_search(props.indices if real else lookup.__getitem__, props.heights, SearchConfig(objectives, eps),
-                         np.random.default_rng(seed), observe=lambda _t, n, members, tr=trace: tr.append((n, members)),
+                         np.random.default_rng(seed), observe=recorder(trace),
                          bound=bound)
         vals = np.array([m.vector(objectives) for m in res.front])
         ce.append(convergence_error(vals, ref))
@@ -208,35 +216,35 @@ def report(r: dict) -> None:
     print(f"{'objectives':<13}{'prune':>6}{'|M|':>5}{'CE mean':>10}{'(var)':>10}{'RR mean':>9}{'(var)':>10}"
           f"{'RR min':>8}{'paper CE':>10}{'paper RR':>9}")
     for name in r["sets"]:
-        p = PAPER_T1.get(name)
+        t1 = PAPER_T1.get(name)
         for key in ("sets", "sets_noprune"):
             s = r[key][name]
             print(f"{name:<13}{'on' if s['prune'] else 'off':>6}{s['reference_size']:>5}{s['ce_mean']:>10.2e}"
                   f"{s['ce_var']:>10.1e}{s['rr_mean']:>9.3f}{s['rr_var']:>10.1e}{s['rr_min']:>8.2f}"
-                  f"{(f'{p[0]:.1e}' if p else '-'):>10}{(f'{p[2]:.2f}' if p else '-'):>9}")
+                  f"{(f'{t1[0]:.1e}' if t1 else '-'):>10}{(f'{t1[2]:.2f}' if t1 else '-'):>9}")
     print("\nTable 2(a): other discretizations (values looked up in the exhaustive cache)")
     print(f"{'eps':<12}{'prune':>6}{'boxes':>6}{'CE mean':>10}{'(var)':>10}{'RR mean':>9}{'(var)':>10}"
           f"{'nodes':>8}{'pruned':>8}{'paper CE':>10}{'paper RR':>9}")
     for eps in r["eps_table"]:
-        p = PAPER_T2A[eps]
+        t2a = PAPER_T2A[eps]
         for key in ("eps_table", "eps_table_noprune"):
             s = r[key][eps]
             print(f"{eps:<12}{'on' if s['prune'] else 'off':>6}{s['nondominated_boxes']:>6}{s['ce_mean']:>10.2e}"
                   f"{s['ce_var']:>10.1e}{s['rr_mean']:>9.3f}{s['rr_var']:>10.1e}{s['evaluations_mean']:>8.1f}"
-                  f"{s['pruned_mean']:>8.1f}{p[0]:>10.1e}{p[1]:>9.2f}")
+                  f"{s['pruned_mean']:>8.1f}{t2a[0]:>10.1e}{t2a[1]:>9.2f}")
     print("\nTable 2(b): distinct nodes evaluated (mean over runs, max); pruned = distinct nodes skipped, not "
           "evaluated;\nwall and CPU time of all runs of a set")
     print(f"{'objectives':<13}{'prune':>6}{'nodes':>8}{'max':>5}{'% lattice':>10}{'pruned':>8}{'paper':>14}"
           f"{'wall s':>8}{'CPU s':>7}{'nodes to RR>=.94':>18}")
     for name in r["sets"]:
-        p = PAPER_T2B[name]
+        t2b = PAPER_T2B[name]
         for key in ("sets", "sets_noprune"):
             s = r[key][name]
             reach = f"{s['evals_to_rr94_mean']:.0f} ({s['runs_reaching_rr94']}/{s['runs']})" \
                 if s["evals_to_rr94_mean"] else f"- (0/{s['runs']})"
             print(f"{name:<13}{'on' if s['prune'] else 'off':>6}{s['evaluations_mean']:>8.1f}"
                   f"{s['evaluations_max']:>5}{s['evaluated_pct']:>9.1f}%{s['pruned_mean']:>8.1f}"
-                  f"{f'{p[0]} ({p[1]}%)':>14}{s['wall_s']:>8.1f}{s['cpu_s']:>7.1f}{reach:>18}")
+                  f"{f'{t2b[0]} ({t2b[1]}%)':>14}{s['wall_s']:>8.1f}{s['cpu_s']:>7.1f}{reach:>18}")
     k = r["sets"]["k,GLM"]
     budget = 0.06 * r["lattice"]["qis"]
     print(f"\ntarget (k, GLM): RR >= 0.94 with <= 6 % of the lattice ({budget:.0f} nodes): RR {k['rr_mean']:.3f}, "

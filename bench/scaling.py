@@ -122,7 +122,7 @@ def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: fl
         mem = [g.peak_mb() if g else None for g in groups]
         with sc.db.read() as s:
             shares = dict(s.execute(select(Window.claimed_by, func.sum(Window.count))
-                                    .where(Window.state == "released").group_by(Window.claimed_by)).all())
+                                    .where(Window.state == "released").group_by(Window.claimed_by)).tuples().all())
             published = list(s.execute(select(Release.published_at)).scalars())
         lat = sorted((p - pushed_at).total_seconds() for p in published if p is not None)
         total = sum(len(v) for v in reports.values())

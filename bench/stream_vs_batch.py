@@ -49,6 +49,8 @@ from bench._common import DATA, print_table, write_results  # noqa: E402
 from core.encoding import encode  # noqa: E402
 from db import Database, ReleaseRepository  # noqa: E402
 from db.url import sqlite_url  # noqa: E402
+from db.windows import WindowPolicy  # noqa: E402
+from stream.config.privacy import StreamPrivacy  # noqa: E402
 from stream.config.settings import Settings  # noqa: E402
 from stream.io.specs import load_schema  # noqa: E402
 from stream.io.tables import read_for_spec  # noqa: E402
@@ -135,8 +137,8 @@ def stream_run(work: Path, spec: Path, k: int, windows: dict[str, Any], recost: 
     settings = Settings(
         broker_url=kafka.url, database_url=sqlite_url(work), data_dir=work, spec=str(spec), app_id=f"bench-{tag}",
         topic_reports=f"b{tag}.reports", topic_dlq=f"b{tag}.reports.dlq", topic_anonymized=f"b{tag}.anonymized",
-        topic_releases=f"b{tag}.releases", engine="cg-kanon", privacy={"k": k, "l": 1}, windows=windows,
-        web_port=free_port(), log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"))
+        topic_releases=f"b{tag}.releases", engine="cg-kanon", privacy=StreamPrivacy(k=k, l=1),
+        windows=WindowPolicy(**windows), web_port=free_port(), log_level=os.environ.get("BENCH_LOG_LEVEL", "warn"))
     ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
     migrate(settings)
     db = Database(settings.db_url())

@@ -28,7 +28,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -41,6 +44,8 @@ from core.engines.registry import get_engine, make_params
 from core.engines.warmup import warm_lattice_kernels
 from core.schema import parse_spec
 from stream.io.specs import load_schema
+
+T = TypeVar("T")
 
 # ARX 3.9.2 warm figures (seconds) on this machine kind: README of the data folder and issue 20.
 ARX_WARM = {"k=5, 0 %": "0.14-0.17 (README); 0.08 quiet, 0.15-0.31 loaded (issue 20)",
@@ -64,7 +69,7 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def timed(fn, repeat: int) -> tuple[float, float, float, object]:
+def timed(fn: Callable[[], T], repeat: int) -> tuple[float, float, float, T]:
     """(median wall, best wall, median CPU, last result) of ``repeat`` calls after one untimed call."""
     out = fn()
     walls, cpus = [], []
@@ -149,7 +154,7 @@ def main() -> None:
     enc = []
     for times in (1, 8):
         frame = pd.concat([adult] * times, ignore_index=True)
-        wall, best, cpu, _ = timed(lambda f=frame: encode(f, schema), repeat)
+        wall, best, cpu, _ = timed(partial(encode, frame, schema), repeat)
         enc.append({"table": f"Adult x{times}", "rows": len(frame), "encode_s": wall, "encode_best_s": best,
                     "encode_cpu_s": cpu,
                     "target_s": 0.03 if times == 1 else 0.2})
