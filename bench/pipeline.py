@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 
 from db.status import workers as worker_rows  # noqa: E402
 from stream.ops.broker import EmbeddedBroker, ensure_topics, free_port  # noqa: E402
+from stream.ops.kafka_clients import make_producer  # noqa: E402
 from stream.ops.runtime import quiet_clients, stop_process  # noqa: E402
-from stream.station.producer import make_producer  # noqa: E402
 from stream.station.simulate import generate_day  # noqa: E402
 from stream.testing.reports import DAY  # noqa: E402
 from stream.testing.scenario import Scenario  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ParamsError
-from stream.worker.faults import crash_at
+from stream.ops.faults import crash_at
 
 AGGREGATE_HELP = """\
 Count the rows of a CSV (or .jsonl, .parquet) file per group of the --by columns, with differentially

@@ -87,9 +87,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from stream.analyst.export import write_release
     from stream.cli._paths import check_output_folder
     from stream.ops.broker import free_port
+    from stream.ops.kafka_clients import make_producer
     from stream.ops.runtime import embedded, spawn_worker, stop_process
     from stream.station.batch import BatchProducer
-    from stream.station.producer import make_producer
     from stream.station.simulate import bad_reports, generate_day, push_day
 
     check_output_folder("--out", args.out)  # a file or a device given as the folder: one line, nothing started

@@ -98,9 +98,10 @@ def cmd_push(args: argparse.Namespace) -> int:
     from stream.io.rows import csv_header, rows_for_spec
     from stream.io.specs import load_schema
     from stream.io.text import BINARY_SUFFIXES, text_encoding
+    from stream.ops.kafka_clients import make_producer
     from stream.ops.locate import check_broker
     from stream.station.batch import BatchProducer
-    from stream.station.producer import make_producer, push_reports
+    from stream.station.producer import push_reports
 
     if args.wait < 0:
         from core.errors import ParamsError

@@ -6,7 +6,8 @@ for the life of the process (and draws jitter from the global ``random`` module 
 console polling a dead broker, or ``ensure_topics`` retrying every half second, would pile up threads.
 
 :func:`open_client` builds a client and, if its constructor raises, stops whatever it had started.
-Every kafka-python admin client and consumer of ours is built through it.
+Every kafka-python admin client, consumer and producer of ours is built through it
+(:func:`make_producer` builds the producers).
 
 kafka-python 3 also leaves sockets for the garbage collector (``kafka/net/inet.py``,
 ``kafka/net/transport.py``): the socket of a connect that failed (refused, or whose deadline passed
@@ -88,3 +89,15 @@ def open_client(cls: type[C], **config: Any) -> C:
                 net_client.close()
             log.debug("closed the network client of a %s that failed to start", cls.__name__)
         raise
+
+
+def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
+    """A kafka-python producer for ``bootstrap`` (every acknowledgement waited for, batches of up to 256 KiB),
+    built through :func:`open_client`; ``overrides`` replace any of its settings."""
+    from kafka import KafkaProducer
+
+    config: dict[str, Any] = {"bootstrap_servers": bootstrap, "acks": "all", "linger_ms": 20,
+                              "batch_size": 256 * 1024, "enable_idempotence": False,
+                              "max_in_flight_requests_per_connection": 5, "client_id": "anonstream-push"}
+    config.update(overrides)
+    return open_client(KafkaProducer, **config)

@@ -120,8 +120,8 @@ def publish_from_ledger(settings: Settings, repo: ReleaseRepository, release_ids
     :class:`RepublishFailed` (one line, exit 3)."""
     from kafka.errors import KafkaError
 
-    from stream.station.producer import make_producer
-    from stream.worker.faults import crash_at
+    from stream.ops.faults import crash_at
+    from stream.ops.kafka_clients import make_producer
 
     own = producer is None
     sent = 0

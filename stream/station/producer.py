@@ -31,7 +31,6 @@ from core.encoding import Schema
 from stream.intake.validate import Rejected, ReportValidator
 from stream.io.rejects import RejectDetail, Rejection
 from stream.io.rows import Row, chunks
-from stream.ops.kafka_clients import open_client
 from stream.wire.receipts import push_headers
 
 
@@ -65,16 +64,6 @@ def _why(exc: Exception) -> str:
     name, text = type(exc).__name__, (str(exc).strip().splitlines() or [""])[0]
     text = text.removeprefix(f"{name}: ").removeprefix(name).strip(" :")
     return f"{name}: {text[:160]}" if text else name
-
-
-def make_producer(bootstrap: list[str] | str, **overrides: Any) -> Any:
-    from kafka import KafkaProducer
-
-    config: dict[str, Any] = {"bootstrap_servers": bootstrap, "acks": "all", "linger_ms": 20,
-                              "batch_size": 256 * 1024, "enable_idempotence": False,
-                              "max_in_flight_requests_per_connection": 5, "client_id": "anonstream-push"}
-    config.update(overrides)
-    return open_client(KafkaProducer, **config)
 
 
 def as_sent(raw: dict[str, Any], station_col: str, station: str | None) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from db import Database, ReleaseRepository
 from stream.analyst.consumer import ReleaseAssembler, make_consumer
 from stream.config.settings import Settings
 from stream.ops.broker import EmbeddedBroker, ensure_topics, free_port, topic_partitions
+from stream.ops.kafka_clients import make_producer
 from stream.ops.runtime import migrate, spawn_worker, stop_process
-from stream.station.producer import make_producer
 from stream.testing.reports import spec_ref
 from stream.testing.services import PostgresServer
 

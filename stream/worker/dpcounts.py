@@ -50,9 +50,9 @@ from db.models import Window
 from db.release_budget import BudgetCharge, declared_periods
 from stream.config.dp import check_dp_settings
 from stream.config.feeds import feeds
+from stream.ops.faults import crash_at
 from stream.ops.logs import ctx
 from stream.worker.delay_space import check_delay
-from stream.worker.faults import crash_at
 
 log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")

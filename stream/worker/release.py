@@ -50,6 +50,7 @@ from db.batches import merge_completed
 from db.models import Window, WindowState
 from db.window_state import carry_duplicates, due_windows
 from stream.config.settings import Settings, secret_value
+from stream.ops.faults import crash_at
 from stream.ops.logs import ctx
 from stream.wire.manifest import build_manifest, release_counts
 from stream.wire.records import checksum_encoded, clean_json, context_columns, context_values, dumps, record_messages
@@ -57,7 +58,6 @@ from stream.wire.rowhash import rows_digest
 from stream.wire.signing import key_id, load_private_key, sign_manifest
 from stream.worker.dpcounts import DpOutcome, check_counts, dp_counts
 from stream.worker.engine_choice import resolve_engine
-from stream.worker.faults import crash_at
 from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, hold_reason, policy_requirement, release_risk, warn_unenforced
 from stream.worker.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed

@@ -29,12 +29,12 @@ from stream.config.settings import Settings
 from stream.intake.dead_letters import dead_letter
 from stream.intake.guards import Limits
 from stream.intake.validate import ReportValidator, screen_batch
+from stream.ops.faults import crash_at, stop_at
 from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dumps, record_messages
 from stream.wire.signing import sign_manifest
 from stream.worker.batches import MarkerIntake
 from stream.worker.delay_hook import delay_tick
-from stream.worker.faults import crash_at, stop_at
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
 from stream.worker.metrics import WorkerMetrics
@@ -283,8 +283,7 @@ class WorkerService:
         The messages are the stored release's, encoded off the event loop; a release stored by this
         process moments ago hands over the bytes it already encoded for its checksum.
         """
-        s = self.settings
-        started = time.perf_counter()
+        s, started = self.settings, time.perf_counter()
         self.leases.publishing.add(release_id)
         try:
             manifest, records = await asyncio.to_thread(self._encoded, release_id)

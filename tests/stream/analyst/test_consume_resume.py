@@ -99,7 +99,7 @@ def test_offsets_never_pass_an_incomplete_release() -> None:
 
 def _publish(kafka: Any, topics: tuple[str, str], releases: list[tuple[dict[str, Any], list[dict[str, Any]]]],
              records: bool = True, manifests: bool = True) -> None:
-    from stream.station.producer import make_producer
+    from stream.ops.kafka_clients import make_producer
 
     producer = make_producer([kafka.url.split("://")[-1]])
     for manifest, msgs in releases:

@@ -89,7 +89,7 @@ def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka) 
 
     from stream.analyst.consumer import MAX_CANDIDATES, follow_releases
     from stream.ops.broker import ensure_topics
-    from stream.station.producer import make_producer
+    from stream.ops.kafka_clients import make_producer
 
     tag = uuid.uuid4().hex[:8]
     releases, records = f"t{tag}.crime.releases", f"t{tag}.crime.anonymized"
@@ -130,7 +130,7 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
     from db import deployment_id
     from stream.analyst.consumer import MAX_CANDIDATES
     from stream.cli.main import main
-    from stream.station.producer import make_producer
+    from stream.ops.kafka_clients import make_producer
     from stream.testing.reports import DAY, day_of_reports
     from stream.testing.scenario import Scenario
     from stream.wire.signing import key_id

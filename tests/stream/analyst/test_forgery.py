@@ -108,7 +108,7 @@ def test_consume_on_a_real_broker_writes_only_verified_releases_inside_out(kafka
 
     from stream.cli.main import main
     from stream.ops.broker import ensure_topics
-    from stream.station.producer import make_producer
+    from stream.ops.kafka_clients import make_producer
 
     tag = uuid.uuid4().hex[:8]
     releases, records = f"t{tag}.crime.releases", f"t{tag}.crime.anonymized"

@@ -31,7 +31,7 @@ from stream.cli.main import main
 from stream.config.feeds import feed_named
 from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
-from stream.station.producer import make_producer
+from stream.ops.kafka_clients import make_producer
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
 from stream.wire.records import context_columns

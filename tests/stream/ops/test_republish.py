@@ -74,9 +74,9 @@ def test_a_broker_error_is_one_line_and_exit_3_and_no_manifest_follows(tmp_path:
 def test_republish_command_prints_one_line_and_exits_3_on_a_broker_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The broker answers, then fails the re-publish (UnknownError on a recreated topic): one line, exit 3."""
+    import stream.ops.kafka_clients
     import stream.ops.locate
     import stream.ops.republish
-    import stream.station.producer
     from stream.cli.main import main
 
     seeded = _seeded(tmp_path)
@@ -84,7 +84,7 @@ def test_republish_command_prints_one_line_and_exits_3_on_a_broker_error(
     monkeypatch.setattr(stream.ops.locate, "check_broker", lambda settings: None)
     monkeypatch.setattr(stream.ops.republish, "topic_seqs", lambda *a, **k: {rid: {0, 1, 2}})
     producer = _Producer()
-    monkeypatch.setattr(stream.station.producer, "make_producer", lambda *a, **k: producer)
+    monkeypatch.setattr(stream.ops.kafka_clients, "make_producer", lambda *a, **k: producer)
     capsys.readouterr()
     assert main(["releases", "republish", rid, "--database", seeded.settings.db_url(),
                  "--broker", "kafka://127.0.0.1:9"]) == 3

@@ -1,7 +1,7 @@
 """Chaos: workers SIGKILLed at claim, anonymize, after the ledger write and mid-publish, on a loaded core.
 
 Each faulty worker runs alone until it kills itself at its fault point (``ANONSTREAM_FAULT_POINT``,
-:mod:`stream.worker.faults`); then two healthy workers finish the work. Meanwhile another process keeps one
+:mod:`stream.ops.faults`); then two healthy workers finish the work. Meanwhile another process keeps one
 core busy (:func:`stream.testing.load.busy_core`). Afterwards every report is released exactly once or
 accounted for, no window has two release ids, every manifest on the topic verifies with the service's
 public key, and no manifest was published twice.
