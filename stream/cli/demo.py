@@ -65,7 +65,7 @@ def _demo_settings(args: argparse.Namespace) -> Settings:
     values: dict[str, Any] = {"idle_timeout_s": args.idle_timeout, "data_dir": base.data_dir / "demo",
                               "tick_interval_s": 0.5}
     if args.window_by == "delay":  # CASTLE per station (stream/worker/delay.py); the bundled spec without [dp]
-        from stream.testing.delay import crime_spec_without_dp
+        from stream.io.specs import crime_spec_without_dp
 
         values["delay"] = {"enabled": True, "seconds": args.delay_seconds, "tuples": args.delay_tuples}
         values["spec"] = crime_spec_without_dp(base.data_dir / "demo" / "spec") if base.spec == "crime" else base.spec

@@ -54,3 +54,15 @@ def load_spec_data(path: str | Path) -> DatasetSpec:
 def load_schema(path: str | Path) -> Schema:
     """Read, validate and bind a spec file (the only place hierarchy files are read)."""
     return Schema.from_spec(load_spec_data(path))
+
+
+def crime_spec_without_dp(folder: Path) -> str:
+    """Write the bundled crime spec minus its ``[dp]`` tables into ``folder``; returns the file's path (a
+    spec ref). Delay mode refuses differentially private counts (stream/worker/delay.py), so its demo
+    (``anonstream demo --window-by delay``) and tests run on this copy."""
+    text = (SPEC_DIR / "crime.toml").read_text(encoding="utf-8")
+    cut = text.index("\n[dp]")
+    path = folder / "crime-no-dp.toml"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_text(text[:cut] + "\n", encoding="utf-8")
+    return str(path)

@@ -13,8 +13,7 @@ import pandas as pd
 import migrations
 from db import Database, PoolRepository
 from stream.intake.validate import Clean, ReportValidator, to_incoming
-from stream.io.specs import load_schema
-from stream.testing.delay import crime_spec_without_dp
+from stream.io.specs import crime_spec_without_dp, load_schema
 from stream.testing.linking import KEY, _ledger_releases, _settings
 from stream.worker.delay import DelayRunner
 from stream.worker.release import window_policy

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from db.models import PendingReport, ReleasedFingerprint
-from stream.testing.delay import crime_spec_without_dp
+from stream.io.specs import crime_spec_without_dp
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
 

@@ -16,8 +16,7 @@ import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint, ReleaseRecords
 from stream.config.settings import Settings
-from stream.io.specs import load_schema
-from stream.testing.delay import crime_spec_without_dp
+from stream.io.specs import crime_spec_without_dp, load_schema
 from stream.testing.reports import day_of_reports, ingest_reports
 from stream.worker.delay import DelayRunner
 from stream.worker.release import window_policy
