@@ -9,15 +9,17 @@ its violating releases held, never published, with a reason that says what to do
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from core.encoding import Schema
-from core.engines.base import Engine, EngineParams, Release
 from core.engines.registry import make_params
 from core.privacy import PrivacyRequirement
-from stream.config.settings import Settings
+
+if TYPE_CHECKING:  # types only: a batch run's risk step (risk_summary) loads no settings
+    import pandas as pd
+
+    from core.encoding import Schema
+    from core.engines.base import Engine, EngineParams, Release
+    from stream.config.settings import Settings
 
 log = logging.getLogger(__name__)
 RISK_BOUNDS = ("max_risk", "avg_risk")
