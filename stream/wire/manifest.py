@@ -13,7 +13,6 @@ from typing import Any
 
 from core.engines.base import PRIVATE_DIAGNOSTICS, reproducible_diagnostics
 from core.engines.nesting import utility_with_nesting
-from stream.config.settings import Settings
 from stream.wire.contracts import FILES_ALG, Manifest, ReleaseFiles, content_sha256
 from stream.wire.records import clean_json
 
@@ -86,14 +85,15 @@ def release_files(rid: str, window: dict[str, Any], codebook: dict[str, Any] | N
 
 
 def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], stations: list[str],
-                   release: Any, seed: int, settings: Settings, *, k: int, l: int | None,  # noqa: E741
+                   release: Any, seed: int, *, sample_policy: str, link_guard: str, k: int, l: int | None,  # noqa: E741
                    risk: dict[str, Any] | None, metrics: dict[str, Any], counts: dict[str, int], records: int,
                    columns: list[str], checksum: str, codebook: dict[str, Any] | None = None,
                    utility: dict[str, Any] | None = None, dp: dict[str, Any] | None = None,
                    deployment: str | None = None) -> dict[str, Any]:
     """The unsigned manifest of release ``rid`` of ``window``: a function of the window's reports, the
-    settings and the seed only, so the same input gives the same bytes whatever the load (no creation
-    time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
+    settings it states (``sample_policy``, the privacy settings' ``link_guard``: values, so the wire formats
+    never read the settings) and the seed only, so the same input gives the same bytes whatever the load (no
+    creation time, no stage timings: those stay in the ledger, ``releases.created_at`` and the verification's
     ``timings``, and in the logs). The one exception is ``dp`` (with a spec's ``[dp]``): the noisy count
     tables, their mechanism and each budget block's spend (:mod:`stream.worker.dpcounts`), whose noise is
     drawn afresh by each computation, never seeded; a re-publish sends the stored manifest.
@@ -109,7 +109,7 @@ def build_manifest(rid: str, window: Any, span: tuple[str | None, str | None], s
         "window": event_window(window, span),
         "event_time": {"first": first, "last": last},  # days, both included
         "stations": stations, "engine": release.engine, "params": release.params, "seed": seed,
-        "sample_policy": settings.sample_policy, "link_guard": settings.privacy.link_guard,
+        "sample_policy": sample_policy, "link_guard": link_guard,
         "k": k, "l": l, "privacy": {**release.privacy, "risk": risk}, "metrics": metrics, "counts": counts,
         "blocked_reasons": blocked_reasons(counts),
         "records": records, "columns": columns, "checksum": checksum,

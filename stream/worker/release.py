@@ -258,8 +258,7 @@ class Orchestrator:
         table = typed_columns(rows_df, self.schema, context_values(self.context, window, dates))
         out = table.astype(object).where(table.notna(), None)
         class_ids = np.asarray(release.class_ids).astype(np.int64)
-        rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None),
-                                                       strict=True)]
+        rows = [[int(cid), *vals] for cid, vals in zip(class_ids, out.itertuples(index=False, name=None), strict=True)]
         rows = clean_json(publish_order(rows, order_seed(self.settings.key_bytes(), rid), lead=1))
         released_ids, suppressed_ids = [int(i) for i in rows_df.index], [int(i) for i in release.suppressed]
         encoded = [dumps(m) for m in record_messages(rid, self.columns, rows)]  # seq order
@@ -277,7 +276,8 @@ class Orchestrator:
         loss = metrics.get("gcp", metrics.get("loss_metric"))
         utility = publishable_utility(self.schema, frame, rows_df, k=k_ach)  # figures safe to publish, or why none
         manifest = build_manifest(
-            rid, window, day_span(days), stations, release, seed, self.settings, deployment=self.deployment,
+            rid, window, day_span(days), stations, release, seed, sample_policy=self.settings.sample_policy,
+            link_guard=self.settings.privacy.link_guard, deployment=self.deployment,
             k=k_ach, l=l_ach, risk=risk, metrics=metrics, counts=counts, records=len(rows), columns=self.columns,
             checksum=checksum_encoded(encoded), utility=utility, dp=dp.section if dp else None, codebook=build_codebook(
                 self.schema, table, suppressed=len(suppressed_ids), context=self.context,

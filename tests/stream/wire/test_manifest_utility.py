@@ -28,10 +28,9 @@ def test_manifest_and_codebook_carry_the_utility_report() -> None:
     codebook = build_codebook(schema, table, suppressed=len(release.suppressed), utility=utility_paragraph(utility))
     t = datetime(2024, 3, 1, tzinfo=UTC)
     window = SimpleNamespace(id="S1:2024-03-01", key="S1", start=t, end=t, seq=0, close_reason="time")
-    settings = SimpleNamespace(sample_policy="all", privacy=SimpleNamespace(link_guard="report"))
-    manifest = build_manifest("r-1", window, ("2024-03-01", "2024-03-01"), ["S1"], release, 0, settings,  # type: ignore[arg-type]
-                              k=5, l=None, risk=None, metrics={}, counts={}, records=len(table), columns=[],
-                              checksum="0" * 64, codebook=codebook, utility=utility)
+    manifest = build_manifest("r-1", window, ("2024-03-01", "2024-03-01"), ["S1"], release, 0, sample_policy="all",
+                              link_guard="report", k=5, l=None, risk=None, metrics={}, counts={}, records=len(table),
+                              columns=[], checksum="0" * 64, codebook=codebook, utility=utility)
     fallback = release.diagnostics.get("nesting_fallback")  # QIs over 1.25x their free loss (issue 39)
     assert manifest["utility"] == json.loads(json.dumps({**utility, **({"nesting_fallback": fallback} if fallback
                                                                         else {})}))
