@@ -26,7 +26,7 @@ def _same(a, b) -> None:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_categorical_and_padded_columns_encode_like_plain_strings(seed):
+def test_categorical_and_padded_columns_encode_like_plain_strings(seed: int) -> None:
     schema = small_schema()
     plain = make_table(seed, 80).astype({"age": str})
     padded = plain.assign(color=" " + plain["color"] + "  ", offence=plain["offence"] + " ")
@@ -36,7 +36,7 @@ def test_categorical_and_padded_columns_encode_like_plain_strings(seed):
     _same(base, encode(categorical, schema))
 
 
-def test_unknown_values_are_named_once_or_mapped_to_top():
+def test_unknown_values_are_named_once_or_mapped_to_top() -> None:
     schema = small_schema()
     frame = make_table(4, 30)
     frame.loc[[0, 5, 9], "color"] = "mauve"
@@ -48,7 +48,7 @@ def test_unknown_values_are_named_once_or_mapped_to_top():
     assert set(color.labels[0][color.at(0)][[0, 5, 9]]) == {"*"}
 
 
-def test_released_frame_equals_label_lookup():
+def test_released_frame_equals_label_lookup() -> None:
     schema = small_schema()
     frame = make_table(7, 50)
     batch = encode(frame, schema)
@@ -63,7 +63,7 @@ def test_released_frame_equals_label_lookup():
     assert np.allclose(batch.row_cost(levels, rows), batch.row_cost(levels)[rows])
 
 
-def test_encoding_cache_reuses_only_the_same_frame_and_schema():
+def test_encoding_cache_reuses_only_the_same_frame_and_schema() -> None:
     schema = small_schema()
     frame = make_table(9, 40)
     cache = EncodingCache(size=2)
@@ -78,14 +78,14 @@ def test_encoding_cache_reuses_only_the_same_frame_and_schema():
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=200))
 @settings(max_examples=50, deadline=None)
-def test_rank_ids_is_the_inverse_of_unique(ids):
+def test_rank_ids_is_the_inverse_of_unique(ids) -> None:
     arr = np.asarray(ids, dtype=np.int64)
     assert rank_ids(arr).tolist() == np.unique(arr, return_inverse=True)[1].ravel().tolist()
 
 
 @pytest.mark.parametrize("req", [PrivacyRequirement(k=3, max_suppression=0.1),
                                  PrivacyRequirement(k=2, l=2, max_suppression=0.05)])
-def test_projection_tables_and_rollups_agree_with_the_numpy_reference(req):
+def test_projection_tables_and_rollups_agree_with_the_numpy_reference(req) -> None:
     """Every node of a small lattice, evaluated through cached projection tables and roll-ups from the
     smallest table below, gives exactly the numpy reference result."""
     batch = encode(make_table(11, 120), small_schema())

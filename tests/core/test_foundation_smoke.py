@@ -1,11 +1,12 @@
 import numpy as np
+import pandas as pd
 
-from core.encoding import encode
+from core.encoding import Schema, encode
 from core.engines.registry import get_engine, make_params
 from core.verify import verify_release
 
 
-def test_optimal_on_adult_reference(adult_df, adult_schema):
+def test_optimal_on_adult_reference(adult_df: pd.DataFrame, adult_schema: Schema) -> None:
     batch = encode(adult_df, adult_schema)
     eng = get_engine("optimal")
     rel = eng.anonymize(batch, make_params(eng, {"k": 5, "max_suppression": 0.04}), np.random.default_rng(0))

@@ -6,7 +6,7 @@ from core.schema import QIType, parse_spec
 BASE = {"qi": [{"name": "age", "type": "numeric", "hierarchy": {"widths": [5, 10]}}]}
 
 
-def test_minimal_spec_infers_hierarchy_kind():
+def test_minimal_spec_infers_hierarchy_kind() -> None:
     spec = parse_spec(BASE)
     assert spec.qi[0].type is QIType.NUMERIC
     assert spec.qi[0].hierarchy.kind == "intervals"
@@ -25,14 +25,14 @@ def test_minimal_spec_infers_hierarchy_kind():
         ({**BASE, "unknown": "maybe"}, "must be one of"),
     ],
 )
-def test_spec_errors_name_the_field(spec, fragment):
+def test_spec_errors_name_the_field(spec, fragment: str) -> None:
     with pytest.raises(SpecError) as exc:
         parse_spec(spec)
     assert fragment in str(exc.value)
     assert "\n" not in str(exc.value)
 
 
-def test_bundled_specs_load():
+def test_bundled_specs_load() -> None:
     from stream.io.specs import load_schema
 
     for name in ("adult", "adult-uci"):
@@ -40,7 +40,7 @@ def test_bundled_specs_load():
         assert schema.qi_names
 
 
-def test_unknown_bundled_spec_lists_the_bundled_ones():
+def test_unknown_bundled_spec_lists_the_bundled_ones() -> None:
     from stream.io.specs import load_schema
 
     with pytest.raises(SpecError, match="adult"):

@@ -30,7 +30,7 @@ def up(grid: dict, labels: list[str], level: int | str) -> list[str | None]:
     return list(roll_up(pd.Series(labels), grid, level_index(grid, level)))
 
 
-def test_intervals_roll_up_nodes_at_or_below_and_count_coarser_ones(grids) -> None:  # type: ignore[no-untyped-def]
+def test_intervals_roll_up_nodes_at_or_below_and_count_coarser_ones(grids: dict[str, dict]) -> None:
     g = grids["age"]
     assert g["levels"] == ["value", "band of width 5", "band of width 10", "*"]
     labels = ["33", "[30, 34]", "[30, 39]", "[31, 33]", "[28, 31]", "*", "[0, 99]"]
@@ -41,7 +41,7 @@ def test_intervals_roll_up_nodes_at_or_below_and_count_coarser_ones(grids) -> No
     assert up(grids["score"], ["[0, 1.5)", "2", "[1.5, 3)", "7"], 2) == ["[0, 3)", "[0, 3)", "[0, 3)", None]
 
 
-def test_dates_masks_and_trees(grids) -> None:  # type: ignore[no-untyped-def]
+def test_dates_masks_and_trees(grids: dict[str, dict]) -> None:
     assert up(grids["day"], ["2024-03-05", "2024-03", "2024", "[2024-03-01, 2024-03-09]", "[2024-03-30, 2024-04-02]"],
               "month") == ["2024-03", "2024-03", None, "2024-03", None]
     assert up(grids["code"], ["8001", "800*", "80**", "****", "{8001,8002}"], 1) == ["800*", "800*", None, None, None]
@@ -50,7 +50,7 @@ def test_dates_masks_and_trees(grids) -> None:  # type: ignore[no-untyped-def]
     assert up(grids["place"], ["a", "North", "{a,b}"], 0) == ["a", None, None]
 
 
-def test_automatic_bands_resolve_only_with_the_data(grids) -> None:  # type: ignore[no-untyped-def]
+def test_automatic_bands_resolve_only_with_the_data(grids: dict[str, dict]) -> None:
     assert grids["auto"]["widths"] is None
     assert up(grids["auto"], ["3", "[0, 9]"], 1) == [None, None]  # no fixed grid: best effort
     interp = interpreters(Schema.from_spec(parse_spec(SPEC)))[-1]
@@ -59,7 +59,7 @@ def test_automatic_bands_resolve_only_with_the_data(grids) -> None:  # type: ign
     assert up(g, ["[10, 20)", "15"], 1) == ["[10, 20)", "[10, 20)"]
 
 
-def test_level_names_and_numbers(grids) -> None:  # type: ignore[no-untyped-def]
+def test_level_names_and_numbers(grids: dict[str, dict]) -> None:
     assert level_index(grids["place"], "region") == level_index(grids["place"], 1) == 1
     with pytest.raises(ValueError, match="levels are: value, region, \\*"):
         level_index(grids["place"], "county")

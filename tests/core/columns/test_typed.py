@@ -127,7 +127,8 @@ CASES = [("crime", lambda: load_schema("crime")), ("crime+day", lambda: _with_da
 
 @pytest.mark.parametrize("engine", engine_names())
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
-def test_typed_columns_bound_the_original_values(engine, case, crime_input, adult_input):
+def test_typed_columns_bound_the_original_values(engine, case, crime_input: pd.DataFrame,
+                                                 adult_input: pd.DataFrame) -> None:
     schema = dict(CASES)[case]()
     if case == "adult" and engine.startswith("cg-"):
         schema = _adult_with_severity()
@@ -150,21 +151,21 @@ def test_typed_columns_bound_the_original_values(engine, case, crime_input, adul
     assert codebook["suppressed"]["not_published"] == len(release.suppressed)
 
 
-def test_crime_columns_have_the_spec_level_names():
+def test_crime_columns_have_the_spec_level_names() -> None:
     cols = [c.name for c in release_columns(load_schema("crime"), ["event_date_lo", "event_date_hi", "station_id"])]
     assert cols == ["age", "age_lo", "age_hi", "sex", "sex_level", "suburb", "suburb_level", "suburb_region",
                     "postcode", "postcode_level", "reporter", "reporter_level", "reporter_group", "offence",
                     "suppressed", "event_date_lo", "event_date_hi", "station_id"]
 
 
-def test_spec_version_is_the_content_not_the_file():
+def test_spec_version_is_the_content_not_the_file() -> None:
     a, b = load_schema("crime").spec, load_schema("crime").spec
     assert spec_version(a) == spec_version(b) and len(spec_version(a)) == 64
     changed = a.model_copy(update={"name": "crime-2"})
     assert spec_version(changed) != spec_version(a)
 
 
-def test_labels_read_back_for_edge_cases():
+def test_labels_read_back_for_edge_cases() -> None:
     """Negative and real bounds, half-open bands, legacy labels and unknown labels."""
     from core.columns import interpreter
 
@@ -177,12 +178,12 @@ def test_labels_read_back_for_edge_cases():
 
 
 @pytest.mark.parametrize("name", ["crime", "adult", "adult-uci", "nypd"])
-def test_every_bundled_spec_has_distinct_published_columns(name):
+def test_every_bundled_spec_has_distinct_published_columns(name: str) -> None:
     cols = [c.name for c in release_columns(load_schema(name), ["event_date_lo", "event_date_hi", "station_id"])]
     assert len(cols) == len(set(cols)) and "class_id" not in cols
 
 
-def test_a_generated_name_that_collides_is_a_spec_error():
+def test_a_generated_name_that_collides_is_a_spec_error() -> None:
     from core.errors import SpecError
 
     spec = load_schema("crime").spec.model_dump(mode="json")

@@ -59,7 +59,7 @@ def _errors(rows: pd.DataFrame, table, by: tuple[str, ...]) -> np.ndarray:  # ty
     return noisy - exact
 
 
-def test_every_table_total_and_shared_margin_is_unbiased(draws) -> None:  # type: ignore[no-untyped-def]
+def test_every_table_total_and_shared_margin_is_unbiased(draws: tuple[str, pd.DataFrame, list]) -> None:
     mechanism, rows, tables = draws
     for by, table in zip(GROUPINGS, tables, strict=True):
         errors = _errors(rows, table, by)
@@ -76,7 +76,7 @@ def test_every_table_total_and_shared_margin_is_unbiased(draws) -> None:  # type
     assert min(min(t.counts) for t in tables) < 0  # negative counts are published as drawn
 
 
-def test_the_stated_sd_is_the_noise_sd(draws) -> None:  # type: ignore[no-untyped-def]
+def test_the_stated_sd_is_the_noise_sd(draws: tuple[str, pd.DataFrame, list]) -> None:
     """The sample variance of the cells' errors against ``sd²``, its standard error from the fourth moment."""
     mechanism, rows, tables = draws
     _, var, fourth = noise_moments(tables[0].rho, mechanism)

@@ -90,7 +90,7 @@ def assert_nested(rows: pd.DataFrame, df: pd.DataFrame) -> None:
 @pytest.mark.parametrize("name", LOCAL_RECODING)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=tables(), k=st.integers(2, 4))
-def test_local_recoding_releases_nested_labels(name, df, k):
+def test_local_recoding_releases_nested_labels(name: str, df, k: int) -> None:
     eng = get_engine(name)
     values = {"k": k, "max_suppression": 0.1, **FAST.get(name, {})}
     if name == "cg-diverse":
@@ -110,7 +110,7 @@ def test_local_recoding_releases_nested_labels(name, df, k):
 
 
 @pytest.mark.parametrize("name", [n for n in LOCAL_RECODING if n != "local-recode"])
-def test_free_ranges_stay_available(name):
+def test_free_ranges_stay_available(name) -> None:
     """``bands = "free"`` gives each class its own hull: some labels overlap, and it still verifies."""
     df = make(np.random.default_rng(5), 60)
     eng = get_engine(name)
@@ -123,12 +123,12 @@ def test_free_ranges_stay_available(name):
     assert any(parse_interval(a) is not None and parse_interval(a)[0] % 5 != 0 for a in ages if a != "*")
 
 
-def test_local_recode_has_no_free_option():
+def test_local_recode_has_no_free_option() -> None:
     """local-recode releases full-domain nodes round by round: always nested, so no ``bands`` parameter."""
     assert "bands" not in get_engine("local-recode").Params.model_fields
 
 
-def test_typed_columns_read_nested_labels():
+def test_typed_columns_read_nested_labels() -> None:
     """age_lo / age_hi and the date bounds parse every nested label; each label sits on a hierarchy level."""
     from core.columns import typed_columns
     from core.columns.typed import interpreters
@@ -146,7 +146,7 @@ def test_typed_columns_read_nested_labels():
         assert all(isinstance(interp.level(lab), int) for lab in rel.rows[interp.name].astype(str).unique())
 
 
-def test_values_with_commas_need_no_set_labels_when_nested():
+def test_values_with_commas_need_no_set_labels_when_nested() -> None:
     """Free set labels cannot hold 'Smith, J'; nested labels are nodes, so the value is released as is."""
     from core.errors import InputDataError
 

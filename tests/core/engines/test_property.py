@@ -61,7 +61,7 @@ def release_exists(name: str, params: EngineParams, df: pd.DataFrame) -> bool:
     return params.avg_risk is None or n * params.avg_risk >= 1 - 1e-12
 
 
-def test_release_exists_decides_from_the_table_alone():
+def test_release_exists_decides_from_the_table_alone() -> None:
     five = make_table(1, 5)
     assert release_exists("optimal", make_params("optimal", {"k": 5}), five)
     assert not release_exists("optimal", make_params("optimal", {"k": 6}), five)
@@ -79,7 +79,7 @@ def test_release_exists_decides_from_the_table_alone():
 @pytest.mark.parametrize("name", engine_names())
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=1, few_offences=True), k=st.integers(2, 5), use_l=st.booleans())
-def test_every_engine_meets_the_requirement(name, df, k, use_l):
+def test_every_engine_meets_the_requirement(name, df, k: int, use_l: bool) -> None:
     """An engine releases every table that can be released, and its release verifies; it refuses only
     tables that no release of could meet the request (:func:`release_exists`)."""
     eng = get_engine(name)
@@ -102,7 +102,7 @@ def test_every_engine_meets_the_requirement(name, df, k, use_l):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(), k=st.integers(2, 6), supp=st.sampled_from([0.0, 0.05, 0.2]), use_l=st.booleans())
-def test_optimal_matches_exhaustive(df, k, supp, use_l):
+def test_optimal_matches_exhaustive(df, k: int, supp: float, use_l: bool) -> None:
     batch = encode(df, SCHEMA)
     values = {"k": k, "max_suppression": supp, "l": 2 if use_l else None}
     try:
@@ -117,7 +117,7 @@ def test_optimal_matches_exhaustive(df, k, supp, use_l):
 
 @settings(max_examples=20, deadline=None)
 @given(df=small_tables(), k=st.integers(2, 6), use_l=st.booleans())
-def test_numba_and_numpy_evaluators_agree(df, k, use_l):
+def test_numba_and_numpy_evaluators_agree(df, k: int, use_l: bool) -> None:
     batch = encode(df, SCHEMA)
     req = make_params("optimal", {"k": k, "max_suppression": 0.1, "l": 2 if use_l else None}).requirement()
     fast, ref = NodeEvaluator(batch, req, backend="numba"), NodeEvaluator(batch, req, backend="numpy")
@@ -132,7 +132,7 @@ def test_numba_and_numpy_evaluators_agree(df, k, use_l):
 
 
 @pytest.mark.parametrize("name", engine_names())
-def test_same_seed_same_release(name):
+def test_same_seed_same_release(name) -> None:
     """Work budgets only (FAST): the first run in a process (kernels loading) does the same work as the second."""
     df = make_table(11, 40)
     eng = get_engine(name)

@@ -55,13 +55,15 @@ def anonymize(name: str, batch: EncodedBatch) -> Release:
 
 
 @pytest.fixture(scope="module")
-def quiet_runs(window) -> dict[str, Release]:
+def quiet_runs(window: tuple[pd.DataFrame, EncodedBatch]) -> dict[str, Release]:
     return {name: anonymize(name, window[1]) for name in ENGINES}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(ENGINES))
-def test_same_window_same_release_with_the_other_core_busy(name, window, quiet_runs, busy_core):
+def test_same_window_same_release_with_the_other_core_busy(name, window: tuple[pd.DataFrame, EncodedBatch],
+                                                           quiet_runs: dict[str, Release],
+                                                           busy_core: subprocess.Popen[bytes]) -> None:
     frame, batch = window
     quiet = quiet_runs[name]
     assert busy_core.poll() is None  # the spinner is running while we anonymize again
@@ -75,7 +77,7 @@ def test_same_window_same_release_with_the_other_core_busy(name, window, quiet_r
 
 
 @pytest.mark.parametrize("name", list(ENGINES))
-def test_the_work_budget_is_recorded(name, quiet_runs):
+def test_the_work_budget_is_recorded(name, quiet_runs: dict[str, Release]) -> None:
     rel = quiet_runs[name]
     assert rel.diagnostics["budget_cap_hit"] is False
     budget = rel.diagnostics["work_budget"]
@@ -89,7 +91,7 @@ def test_the_work_budget_is_recorded(name, quiet_runs):
         assert rel.diagnostics["assign_passes"] <= rel.params["passes"]
 
 
-def test_a_binding_cap_is_flagged_and_still_valid(window):
+def test_a_binding_cap_is_flagged_and_still_valid(window: tuple[pd.DataFrame, EncodedBatch]) -> None:
     frame, batch = window
     schema = load_schema("crime")
     for name, extra in (("cg-diverse", {"max_iterations": 1000}), ("ils", {"max_iterations": 10_000})):
@@ -100,7 +102,7 @@ def test_a_binding_cap_is_flagged_and_still_valid(window):
         assert verify_release(frame, rel, schema).ok
 
 
-def test_ils_without_an_iteration_budget_runs_to_the_cap_and_says_so(window):
+def test_ils_without_an_iteration_budget_runs_to_the_cap_and_says_so(window: tuple[pd.DataFrame, EncodedBatch]) -> None:
     frame, _ = window
     eng = get_engine("ils")
     small = encode(frame.head(300), load_schema("crime"))

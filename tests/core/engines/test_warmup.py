@@ -23,13 +23,13 @@ def _warm(names: list[str]) -> list[str]:
     return out.stdout.split()
 
 
-def test_a_lattice_engine_warms_the_lattice_kernels_too():
+def test_a_lattice_engine_warms_the_lattice_kernels_too() -> None:
     before, after, *names = _warm(["optimal"])
     assert (before, after) == ("False", "True")
     assert " ".join(names) == "['lattice kernels', 'optimal']"
 
 
-def test_an_engine_off_the_lattice_does_not_load_them():
+def test_an_engine_off_the_lattice_does_not_load_them() -> None:
     before, after, *names = _warm(["mondrian"])
     assert (before, after, names) == ("False", "False", ["['mondrian']"])
 
@@ -44,7 +44,7 @@ print("core.lattice.kernels" in sys.modules)
 """
 
 
-def test_a_worker_loads_the_lattice_kernels_while_warming_up_and_a_one_shot_command_does_not():
+def test_a_worker_loads_the_lattice_kernels_while_warming_up_and_a_one_shot_command_does_not() -> None:
     loaded = [subprocess.run([sys.executable, "-c", _ONE.format(long_lived=flag)], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.strip() for flag in (True, False)]
     assert loaded == ["True", "False"]

@@ -28,7 +28,7 @@ def reports() -> pd.DataFrame:
     return generate_crime_reports(np.random.default_rng(7), stations=2, days=2, per_day=3000)
 
 
-def test_record_layout_and_unique_ids(reports):
+def test_record_layout_and_unique_ids(reports: pd.DataFrame) -> None:
     assert list(reports.columns) == COLUMNS
     assert len(reports) == 2 * 2 * 3000
     assert reports["report_id"].is_unique
@@ -36,7 +36,7 @@ def test_record_layout_and_unique_ids(reports):
     assert reports.groupby(["station_id", reports["event_time"].str[:10]]).size().eq(3000).all()
 
 
-def test_same_seed_same_reports_and_chunks_match():
+def test_same_seed_same_reports_and_chunks_match() -> None:
     a = generate_crime_reports(np.random.default_rng(3), stations=2, days=2, per_day=200)
     b = generate_crime_reports(np.random.default_rng(3), stations=2, days=2, per_day=200)
     c = generate_crime_reports(np.random.default_rng(4), stations=2, days=2, per_day=200)
@@ -47,7 +47,7 @@ def test_same_seed_same_reports_and_chunks_match():
     pd.testing.assert_frame_equal(pd.concat([ch.frame for ch in chunks], ignore_index=True), a)
 
 
-def test_times_are_utc_iso_within_the_day_and_ordered(reports):
+def test_times_are_utc_iso_within_the_day_and_ordered(reports: pd.DataFrame) -> None:
     t = pd.to_datetime(reports["event_time"], format="%Y-%m-%dT%H:%M:%SZ", utc=True)
     assert reports["event_time"].str.endswith("Z").all()
     assert set(t.dt.strftime("%Y-%m-%d")) == {"2024-01-01", "2024-01-02"}
@@ -56,7 +56,7 @@ def test_times_are_utc_iso_within_the_day_and_ordered(reports):
     assert t.dt.hour.nunique() == 24
 
 
-def test_dob_gives_exactly_the_age_on_the_event_day(reports):
+def test_dob_gives_exactly_the_age_on_the_event_day(reports: pd.DataFrame) -> None:
     event = pd.to_datetime(reports["event_time"]).dt.tz_localize(None).dt.normalize()
     dob = pd.to_datetime(reports["dob"])
     had_birthday = (event.dt.month > dob.dt.month) | ((event.dt.month == dob.dt.month) & (event.dt.day >= dob.dt.day))
@@ -65,7 +65,7 @@ def test_dob_gives_exactly_the_age_on_the_event_day(reports):
     assert reports["name"].str.contains(" ").all()
 
 
-def test_values_come_from_the_reference_tables(reports):
+def test_values_come_from_the_reference_tables(reports: pd.DataFrame) -> None:
     postcodes = {s: pc for _, subs in DISTRICTS.values() for s, pc, _ in subs}
     assert set(reports["offence"]) <= set(OFFENCES)
     assert set(reports["reporter"]) <= set(REPORTERS)
@@ -75,7 +75,7 @@ def test_values_come_from_the_reference_tables(reports):
     assert reports["age"].between(12, 95).all()
 
 
-def test_realistic_frequencies_and_profiles(reports):
+def test_realistic_frequencies_and_profiles(reports: pd.DataFrame) -> None:
     share = reports["offence"].value_counts(normalize=True)
     assert share["Theft"] > 0.15 and share.get("Murder", 0) < 0.02
     petty = reports["offence"].map(SEVERITY) <= 5
@@ -90,7 +90,7 @@ def test_realistic_frequencies_and_profiles(reports):
     assert night[reports["offence"] == "Assault"].mean() > night[reports["offence"] == "Fraud"].mean()
 
 
-def test_stations_partition_the_suburbs(reports):
+def test_stations_partition_the_suburbs(reports: pd.DataFrame) -> None:
     groups = station_suburbs(3)
     flat = [s for g in groups for s in g]
     assert len(flat) == len(set(flat)) == sum(len(subs) for _, subs in DISTRICTS.values())
@@ -99,7 +99,7 @@ def test_stations_partition_the_suburbs(reports):
     assert by_station["S1"] <= set(station_suburbs(2)[0])
 
 
-def test_bad_arguments_are_clear_errors():
+def test_bad_arguments_are_clear_errors() -> None:
     with pytest.raises(ParamsError, match="stations"):
         generate_crime_reports(np.random.default_rng(0), stations=0)
     with pytest.raises(ParamsError, match="per_day"):
@@ -108,7 +108,7 @@ def test_bad_arguments_are_clear_errors():
         generate_crime_reports(np.random.default_rng(0), start="yesterday")
 
 
-def test_crime_spec_describes_the_generated_records(reports):
+def test_crime_spec_describes_the_generated_records(reports: pd.DataFrame) -> None:
     spec = load_spec_data("crime")
     assert spec.id_column == "report_id" and spec.station_column == "station_id"
     assert spec.time_column == "event_time"

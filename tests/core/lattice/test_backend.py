@@ -41,7 +41,7 @@ def _release(switch: int) -> dict:
     return json.loads(out.stdout)
 
 
-def test_a_small_search_never_loads_the_kernels_and_a_switch_mid_search_changes_nothing():
+def test_a_small_search_never_loads_the_kernels_and_a_switch_mid_search_changes_nothing() -> None:
     numpy_only, switched = _release(10**12), _release(1)  # never switch / switch after the first node
     assert numpy_only["kernels"] is False and switched["kernels"] is True
     assert numpy_only["suppressed"], "the case must suppress rows, so the suppression cost is summed"
@@ -49,7 +49,7 @@ def test_a_small_search_never_loads_the_kernels_and_a_switch_mid_search_changes_
                                                                         if k != "kernels"}
 
 
-def test_every_node_has_the_same_result_to_the_last_bit_on_both_backends():
+def test_every_node_has_the_same_result_to_the_last_bit_on_both_backends() -> None:
     batch = encode(make_table(9, 300), small_schema())
     for req in (PrivacyRequirement(k=4, max_suppression=0.2), PrivacyRequirement(k=2, l=2, max_suppression=0.2)):
         fast, ref = NodeEvaluator(batch, req, backend="numba"), NodeEvaluator(batch, req, backend="numpy")
@@ -59,7 +59,7 @@ def test_every_node_has_the_same_result_to_the_last_bit_on_both_backends():
             assert fast.evaluate(node) == ref.evaluate(node), node
 
 
-def test_auto_starts_on_the_kernels_only_once_they_are_loaded():
+def test_auto_starts_on_the_kernels_only_once_they_are_loaded() -> None:
     assert starting_backend("numpy") == "numpy" and starting_backend("numba") == "numba"
     import core.lattice.kernels  # noqa: F401  (loaded: using them costs nothing extra)
 

@@ -11,7 +11,7 @@ def _tab(rows: int, width: int = 3) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros((rows, width), np.int32), np.ones(rows, np.int64)
 
 
-def test_below_picks_the_smallest_table_under_the_node():
+def test_below_picks_the_smallest_table_under_the_node() -> None:
     cache = TableCache(3, max_cells=10_000)
     cache.add((0, 1, 0), *_tab(50))
     cache.add((1, 1, 0), *_tab(20))
@@ -22,7 +22,7 @@ def test_below_picks_the_smallest_table_under_the_node():
     assert cache.below((0, 0, 0), limit=100) is None
 
 
-def test_oldest_tables_are_evicted_beyond_the_cell_budget():
+def test_oldest_tables_are_evicted_beyond_the_cell_budget() -> None:
     cache = TableCache(2, max_cells=300)
     for i in range(200):  # forces the slot arrays to grow too
         cache.add((i, 0), *_tab(40))
@@ -31,7 +31,7 @@ def test_oldest_tables_are_evicted_beyond_the_cell_budget():
     assert cache.below((500, 0), limit=1000)[0][0] >= 197
 
 
-def test_projection_table_counts_distinct_leaf_combinations():
+def test_projection_table_counts_distinct_leaf_combinations() -> None:
     bottom = np.array([[0, 1, 2, 0], [0, 1, 3, 1], [1, 0, 2, 1], [0, 2, 2, 0]], np.int32)  # 3 QIs + sensitive
     counts = np.array([2, 3, 4, 5], np.int64)
     tab, cnt = projection_table(bottom, counts, attrs=[0, 2], sizes=[2, 4, 2], extra=1)

@@ -49,7 +49,7 @@ def _tvd(p: pd.Series, q: pd.Series) -> float:
     return float(0.5 * p.sub(q, fill_value=0).abs().sum())
 
 
-def test_age_at_decades_matches_pandas(tables) -> None:  # type: ignore[no-untyped-def]
+def test_age_at_decades_matches_pandas(tables: tuple[Schema, pd.DataFrame, pd.DataFrame]) -> None:
     schema, original, released = tables
     rep = utility_report(schema, original, released)
     level = rep["qis"]["age"]["levels"][1]
@@ -70,7 +70,7 @@ def test_age_at_decades_matches_pandas(tables) -> None:  # type: ignore[no-untyp
     assert rep["qis"]["age"]["levels"][2]["coarser"] == 2
 
 
-def test_tree_level_sensitive_and_crosstab_match_pandas(tables) -> None:  # type: ignore[no-untyped-def]
+def test_tree_level_sensitive_and_crosstab_match_pandas(tables: tuple[Schema, pd.DataFrame, pd.DataFrame]) -> None:
     schema, original, released = tables
     rep = utility_report(schema, original, released)
     parent = {"red": "Warm", "orange": "Warm", "blue": "Cool", "Warm": "Warm", "Cool": "Cool"}
@@ -93,7 +93,8 @@ def test_tree_level_sensitive_and_crosstab_match_pandas(tables) -> None:  # type
     assert ct["unresolved"] == len(original) - int(r.sum())
 
 
-def test_public_report_publishes_nothing_about_suppressed_rows_or_small_cells(tables) -> None:  # type: ignore[no-untyped-def]
+def test_public_report_publishes_nothing_about_suppressed_rows_or_small_cells(
+        tables: tuple[Schema, pd.DataFrame, pd.DataFrame]) -> None:
     schema, original, released = tables
     pub = utility_report(schema, original, released, k=3, public=True)
     assert pub["public"] and pub["suppressed"] == 1 and pub["rows"] == 12
@@ -135,7 +136,7 @@ def test_crosstab_names_are_checked() -> None:
     assert "no level 'nope'" in ct["error"] and ct["max_error"] is None
 
 
-def test_a_report_that_cannot_be_computed_says_why(tables) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_that_cannot_be_computed_says_why(tables: tuple[Schema, pd.DataFrame, pd.DataFrame]) -> None:
     schema, original, released = tables
     report = publishable_utility(schema, original, released.drop(columns=["colour"]), 3)
     assert report == {"public": True, "error": "KeyError: 'colour'"}

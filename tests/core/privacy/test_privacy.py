@@ -3,13 +3,14 @@ import pandas as pd
 import pycanon.anonymity as pycanon
 import pytest
 
+from core.encoding import Schema
 from core.privacy import PrivacyRequirement, achieved, class_ok, distinct_l, emd, entropy_l, recursive_l
 from core.verify import verify_release
 
 COUNTS = np.array([[5, 0, 0], [2, 2, 1], [3, 1, 1]])
 
 
-def test_l_diversity_variants_by_hand():
+def test_l_diversity_variants_by_hand() -> None:
     assert distinct_l(COUNTS).tolist() == [1, 3, 3]
     h = -(0.4 * np.log(0.4) * 2 + 0.2 * np.log(0.2))
     assert entropy_l(COUNTS)[1] == pytest.approx(np.exp(h))
@@ -18,14 +19,14 @@ def test_l_diversity_variants_by_hand():
     assert recursive_l(COUNTS, 2.0).tolist() == [1, 2, 2]
 
 
-def test_t_closeness_equal_and_ordered():
+def test_t_closeness_equal_and_ordered() -> None:
     overall = np.array([10.0, 10.0])
     assert emd(np.array([[1, 0]]), overall, "equal")[0] == pytest.approx(0.5)
     ordered = emd(np.array([[1, 0, 0]]), np.array([1.0, 1.0, 1.0]), "ordered")[0]
     assert ordered == pytest.approx((2 / 3 + 1 / 3) / 2)
 
 
-def test_class_ok_combines_models():
+def test_class_ok_combines_models() -> None:
     req = PrivacyRequirement(k=4, l=2)
     assert class_ok(COUNTS, req).tolist() == [False, True, True]
     assert class_ok(COUNTS, PrivacyRequirement(k=2, l=2, l_kind="recursive", c=2)).tolist() == [False, True, True]
@@ -33,12 +34,12 @@ def test_class_ok_combines_models():
 
 
 @pytest.fixture(scope="module")
-def adult_with_sensitive(adult_df):
+def adult_with_sensitive(adult_df: pd.DataFrame):
     qis = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
     return adult_df, qis, "occupation"
 
 
-def test_levels_match_pycanon_on_adult(adult_with_sensitive):
+def test_levels_match_pycanon_on_adult(adult_with_sensitive) -> None:
     df, qis, sens = adult_with_sensitive
     cls = df.groupby(qis).ngroup().to_numpy()
     ours = achieved(cls, pd.factorize(df[sens])[0])
@@ -47,7 +48,7 @@ def test_levels_match_pycanon_on_adult(adult_with_sensitive):
     assert ours.l_entropy == pytest.approx(pycanon.entropy_l_diversity(df, qis, [sens]), rel=1e-6)
 
 
-def test_levels_match_pycanon_on_generalized_adult(adult_df, adult_schema):
+def test_levels_match_pycanon_on_generalized_adult(adult_df: pd.DataFrame, adult_schema: Schema) -> None:
     from core.engines.registry import run
 
     rel = run("optimal", adult_df, adult_schema, {"k": 5, "max_suppression": 0.04})

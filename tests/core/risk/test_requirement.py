@@ -74,7 +74,7 @@ def test_full_domain_engines_enforce_both() -> None:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=20), avg=st.sampled_from([0.05, 0.1, 0.2]), supp=st.sampled_from([0.0, 0.1, 0.3]))
-def test_optimal_matches_exhaustive_under_avg_risk(df, avg, supp) -> None:
+def test_optimal_matches_exhaustive_under_avg_risk(df, avg: float, supp: float) -> None:
     """avg_risk is not monotone with suppression: the branch and bound must still find the optimum."""
     batch = encode(df, SCHEMA)
     values = {"k": 2, "max_suppression": supp, "avg_risk": avg}

@@ -55,13 +55,15 @@ def _check_guarantee(batch, space, pids, out, s: Settings) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 120), seed=st.integers(0, 2**16), k=st.integers(1, 6), ell=st.integers(1, 3),
        delta=st.integers(1, 40), persons=st.sampled_from([None, 15, 40]), beta=st.sampled_from([None, 3]))
-def test_every_released_class_has_k_persons_and_l_values_and_nothing_is_late(n, seed, k, ell, delta, persons, beta):
+def test_every_released_class_has_k_persons_and_l_values_and_nothing_is_late(n: int, seed: int, k: int, ell: int,
+                                                                             delta: int, persons: int | None,
+                                                                             beta: int | None) -> None:
     s = Settings(k=k, l=ell, delta_tuples=delta, mu=5, beta=beta)
     batch, space, pids, out, _ = _stream(n, seed, s, persons)
     _check_guarantee(batch, space, pids, out, s)
 
 
-def test_k_counts_persons_not_reports():
+def test_k_counts_persons_not_reports() -> None:
     """Many reports of one person in overlapping clusters never make a class on their own."""
     s = Settings(k=3, delta_tuples=6, mu=5)
     batch = encode(make_table(5, 40), SCHEMA)
@@ -83,7 +85,7 @@ def test_k_counts_persons_not_reports():
     assert by_cluster and all(len(p) >= 3 for p in by_cluster.values())
 
 
-def test_same_seed_same_departures_and_restore_continues_identically():
+def test_same_seed_same_departures_and_restore_continues_identically() -> None:
     s = Settings(k=3, l=2, delta_tuples=15, mu=10)
     a = _stream(90, 3, s, persons=50)[3]
     b = _stream(90, 3, s, persons=50)[3]
@@ -106,7 +108,7 @@ def test_same_seed_same_departures_and_restore_continues_identically():
     assert [(o.tuple_id, o.cluster, o.how) for o in resumed] == [(o.tuple_id, o.cluster, o.how) for o in rest]
 
 
-def test_kernel_matches_numpy_reference():
+def test_kernel_matches_numpy_reference() -> None:
     batch = encode(make_table(8, 60), SCHEMA)
     space = Space.from_batch(batch)
     leaves = batch.leaf_matrix.astype(np.int32)
@@ -121,7 +123,7 @@ def test_kernel_matches_numpy_reference():
 
 @pytest.mark.parametrize("values", [{"k": 4}, {"k": 3, "l": 2, "delta_tuples": 12},
                                     {"k": 2, "delta_tuples": 5, "person_column": "name"}])
-def test_batch_release_verifies_and_labels_are_hierarchy_nodes(values):
+def test_batch_release_verifies_and_labels_are_hierarchy_nodes(values: dict[str, int] | dict[str, int | str]) -> None:
     df = make_table(21, 150)
     schema = small_schema()
     if "person_column" in values:  # reports of 60 people; the column passes through
@@ -142,7 +144,7 @@ def test_batch_release_verifies_and_labels_are_hierarchy_nodes(values):
         assert persons.min() >= values["k"]
 
 
-def test_too_short_a_delay_is_refused_when_it_would_suppress():
+def test_too_short_a_delay_is_refused_when_it_would_suppress() -> None:
     eng = get_engine("castle")
     df = make_table(2, 60)
     with pytest.raises(Exception, match="suppressed"):

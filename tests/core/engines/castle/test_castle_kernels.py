@@ -31,7 +31,7 @@ def _clusters(space: Space, leaves: np.ndarray, n: int, rng: np.random.Generator
 
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**16))
-def test_lca_kernel_equals_the_climbing_kernel(seed):
+def test_lca_kernel_equals_the_climbing_kernel(seed: int) -> None:
     batch = encode(make_table(seed, 80), SCHEMA)
     space = Space.from_batch(batch)
     assert space.ordered.any() and space.tree.all()  # the table has an ordered QI banded in intervals
@@ -51,7 +51,7 @@ def test_lca_kernel_equals_the_climbing_kernel(seed):
             assert np.allclose(fast[active], ref[active], rtol=0, atol=1e-12)
 
 
-def test_an_ordered_qi_with_interleaved_nodes_is_not_treated_as_a_tree():
+def test_an_ordered_qi_with_interleaved_nodes_is_not_treated_as_a_tree() -> None:
     batch = encode(make_table(3, 40), SCHEMA)
     space = Space.from_batch(batch)
     a = int(np.flatnonzero(space.ordered)[0])

@@ -34,7 +34,7 @@ def _fed(seed: int, n: int, s: Settings, persons: int) -> tuple[CastleStream, np
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), k=st.integers(2, 6), ell=st.integers(1, 3), persons=st.sampled_from([12, 60]))
-def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed, k, ell, persons):
+def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed: int, k: int, ell: int, persons: int) -> None:
     s = Settings(k=k, l=ell, delta_tuples=10_000, mu=5)
     stream, _ = _fed(seed, 60, s, persons)
     sp = stream.space
@@ -66,7 +66,8 @@ def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed, k, ell, p
 
 @pytest.mark.parametrize(("k", "ell", "delta", "people"), [(3, 1, 15, 400), (4, 2, 40, 150), (5, 3, 120, 90),
                                                            (2, 2, 7, 600)])
-def test_released_labels_grouped_from_outside_hold_k_persons_and_l_values(k, ell, delta, people):
+def test_released_labels_grouped_from_outside_hold_k_persons_and_l_values(k: int, ell: int, delta: int,
+                                                                          people: int) -> None:
     """600 reports of ``people`` persons through the batch path; a reader groups the release by its QI
     labels (one class per distinct label row) and counts persons and offences per class."""
     df = make_table(k * 100 + delta, 600)
@@ -89,7 +90,7 @@ def test_released_labels_grouped_from_outside_hold_k_persons_and_l_values(k, ell
     assert merged > 0 or rel.diagnostics["departures"].get("merged-clusters", 0) > 0  # the merge step ran
 
 
-def test_the_same_seed_gives_the_same_release_and_the_table_grows():
+def test_the_same_seed_gives_the_same_release_and_the_table_grows() -> None:
     df = make_table(11, 900)
     values = {"k": 4, "l": 2, "delta_tuples": 400}
     eng = get_engine("castle")

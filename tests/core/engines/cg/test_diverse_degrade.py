@@ -40,7 +40,7 @@ def anonymize(name: str, df: pd.DataFrame, schema: Schema, **values):
 
 
 @pytest.mark.slow
-def test_hard_l_stays_within_1_5x_of_mondrian_without_a_big_top_class(skewed):
+def test_hard_l_stays_within_1_5x_of_mondrian_without_a_big_top_class(skewed: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = skewed
     assert df["marital-status"].value_counts(normalize=True).iloc[0] > 0.45  # the issue's shape
     for lval in (2, 3):
@@ -53,7 +53,7 @@ def test_hard_l_stays_within_1_5x_of_mondrian_without_a_big_top_class(skewed):
         assert rel.privacy["l_distinct"] >= lval and rel.privacy["k"] >= 5
 
 
-def test_chasing_the_target_is_still_available_and_is_what_collapsed(skewed):
+def test_chasing_the_target_is_still_available_and_is_what_collapsed(skewed: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = skewed
     chase = anonymize("cg-diverse", df.head(2000), schema, k=5, l=2, degrade=False)
     assert verify_release(df.head(2000), chase, schema).ok
@@ -61,7 +61,7 @@ def test_chasing_the_target_is_still_available_and_is_what_collapsed(skewed):
     assert chase.diagnostics["top_class_size"] > 0.1 * 2000  # the behaviour the issue reported
 
 
-def test_reachable_targets_are_not_degraded():
+def test_reachable_targets_are_not_degraded() -> None:
     from core.generators import generate_crime_reports
     from stream.io.specs import load_schema
 

@@ -40,7 +40,7 @@ def run(name: str, df: pd.DataFrame, schema: Schema, seed: int = 0, **values):
 @pytest.mark.parametrize("name", ["cg-kanon", "cg-diverse"])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=6, max_rows=80), k=st.integers(1, 6), cap=st.sampled_from([1.0, 2.0, 4.0]))
-def test_every_release_meets_k_min_and_l_by_the_verifier(name, df, k, cap):
+def test_every_release_meets_k_min_and_l_by_the_verifier(name: str, df, k: int, cap: float) -> None:
     values = {"k": k, "cap_factor": cap, "max_suppression": 0.5}
     if name == "cg-diverse":
         values["l"] = 2
@@ -62,7 +62,7 @@ def test_every_release_meets_k_min_and_l_by_the_verifier(name, df, k, cap):
 
 
 @pytest.mark.parametrize("name", ["cg-kanon", "cg-diverse"])
-def test_generated_reports_verify_with_all_five_qis(name):
+def test_generated_reports_verify_with_all_five_qis(name: str) -> None:
     df = generate_crime_reports(np.random.default_rng(5), stations=2, per_day=1000).head(1500)
     schema = load_schema("crime")
     rel = run(name, df, schema, k=5)
@@ -74,7 +74,7 @@ def test_generated_reports_verify_with_all_five_qis(name):
     assert set(rel.rows.columns) == {"age", "sex", "suburb", "postcode", "reporter", "offence"}
 
 
-def test_severe_offences_sit_in_larger_classes(crime):
+def test_severe_offences_sit_in_larger_classes(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     rel = run("cg-kanon", df, schema, k=5)
     assert verify_release(df, rel, schema).ok
@@ -85,7 +85,7 @@ def test_severe_offences_sit_in_larger_classes(crime):
     assert rel.metrics["severity_class_size_corr"] > 0
 
 
-def test_k_min_follows_the_smallest_severity_in_the_batch(crime):
+def test_k_min_follows_the_smallest_severity_in_the_batch(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     serious = df[df["offence"].map(SEVERITY) >= 7].head(400)
     rel = run("cg-kanon", serious, schema, k=5)
@@ -94,7 +94,7 @@ def test_k_min_follows_the_smallest_severity_in_the_batch(crime):
     assert rel.diagnostics["cap"] == 28
 
 
-def test_cg_diverse_is_l_diverse_and_more_diverse_than_cg_kanon(crime):
+def test_cg_diverse_is_l_diverse_and_more_diverse_than_cg_kanon(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     kanon = run("cg-kanon", df, schema)
     diverse = run("cg-diverse", df, schema, l=3)
@@ -105,7 +105,7 @@ def test_cg_diverse_is_l_diverse_and_more_diverse_than_cg_kanon(crime):
     assert diverse.metrics["sensitive_frequency_mean_max"] <= kanon.metrics["sensitive_frequency_mean_max"]
 
 
-def test_same_seed_same_release(crime):
+def test_same_seed_same_release(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     for name in ("cg-kanon", "cg-diverse"):
         a, b = run(name, df, schema, seed=3), run(name, df, schema, seed=3)
@@ -115,7 +115,7 @@ def test_same_seed_same_release(crime):
         assert a.metrics["loss_metric"] == b.metrics["loss_metric"]
 
 
-def test_anytime_curve_is_monotone_and_valid_at_every_stage(crime):
+def test_anytime_curve_is_monotone_and_valid_at_every_stage(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     start = run("cg-kanon", df, schema, max_iterations=0)
     full = run("cg-kanon", df, schema, max_iterations=30)
@@ -131,7 +131,7 @@ def test_anytime_curve_is_monotone_and_valid_at_every_stage(crime):
     assert start.diagnostics["sweeps"] == 0
 
 
-def test_a_binding_time_cap_stops_the_search_with_a_valid_flagged_release(crime):
+def test_a_binding_time_cap_stops_the_search_with_a_valid_flagged_release(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     rel = run("cg-kanon", df, schema, time_limit=1e-6, max_iterations=1000)
     assert verify_release(df, rel, schema).ok
@@ -139,7 +139,7 @@ def test_a_binding_time_cap_stops_the_search_with_a_valid_flagged_release(crime)
     assert rel.diagnostics["sweeps"] <= 1
 
 
-def test_metrics_and_fitness(crime):
+def test_metrics_and_fitness(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     rel = run("cg-kanon", df, schema)
     m = rel.metrics
@@ -155,7 +155,7 @@ def test_metrics_and_fitness(crime):
     assert 0 < freq["min"] <= freq["mean"] <= freq["max"] <= 1
 
 
-def test_weights_keep_detail_where_the_owner_asks(crime):
+def test_weights_keep_detail_where_the_owner_asks(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     age_first = run("cg-kanon", df, schema, weights={"age": 10, "suburb": 5, "reporter": 1})
     reporter_first = run("cg-kanon", df, schema, weights={"age": 1, "suburb": 5, "reporter": 10})
@@ -165,7 +165,7 @@ def test_weights_keep_detail_where_the_owner_asks(crime):
         run("cg-kanon", df, schema, weights={"height": 2})
 
 
-def test_tiny_cap_suppresses_and_counts_or_refuses(crime):
+def test_tiny_cap_suppresses_and_counts_or_refuses(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     part = df.head(103)
     rel = run("cg-kanon", part, schema, cap_factor=1.0, max_suppression=0.1)
@@ -175,7 +175,7 @@ def test_tiny_cap_suppresses_and_counts_or_refuses(crime):
         run("cg-kanon", part, schema, cap_factor=1.0)
 
 
-def test_cg_diverse_merges_undiverse_rows_into_the_top_class(crime):
+def test_cg_diverse_merges_undiverse_rows_into_the_top_class(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     theft = df[df["offence"] == "Theft"].head(60)
     rest = df[df["offence"].isin(["Murder", "Fraud"])].head(6)
@@ -194,7 +194,7 @@ def test_cg_diverse_merges_undiverse_rows_into_the_top_class(crime):
     assert graceful.metrics["loss_metric"] <= 1.05 * rel.metrics["loss_metric"]
 
 
-def test_batch_smaller_than_k_min_says_how_many_rows_are_missing(crime):
+def test_batch_smaller_than_k_min_says_how_many_rows_are_missing(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     robberies = df[df["offence"] == "Robbery"].head(5)  # severity 7 -> k_min = 7
     with pytest.raises(InfeasibleError, match="needs 2 more rows"):
@@ -203,7 +203,7 @@ def test_batch_smaller_than_k_min_says_how_many_rows_are_missing(crime):
         run("cg-diverse", df.head(4), schema, k=5)
 
 
-def test_severity_table_missing_an_offence_is_an_error(crime):
+def test_severity_table_missing_an_offence_is_an_error(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, _ = crime
     spec = load_schema("crime").spec.model_dump()
     spec["sensitive"]["severity"] = {k: v for k, v in SEVERITY.items() if k != "Theft"}
@@ -212,7 +212,7 @@ def test_severity_table_missing_an_offence_is_an_error(crime):
         run("cg-kanon", df.head(200), schema)
 
 
-def test_non_positive_severity_is_an_error(crime):
+def test_non_positive_severity_is_an_error(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     spec = load_schema("crime").spec.model_dump()
     spec["sensitive"]["severity"] = {**SEVERITY, "Theft": 0}
@@ -225,7 +225,7 @@ def test_non_positive_severity_is_an_error(crime):
         eng.anonymize(bad, make_params(eng, FAST), np.random.default_rng(0))
 
 
-def test_missing_severity_table_and_unsupported_models_are_errors(crime):
+def test_missing_severity_table_and_unsupported_models_are_errors(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, _ = crime
     spec = load_schema("crime").spec.model_dump()
     spec["sensitive"]["severity"] = None
@@ -239,14 +239,14 @@ def test_missing_severity_table_and_unsupported_models_are_errors(crime):
         run("cg-diverse", df[df["offence"].isin(["Theft", "Fraud"])].head(50), load_schema("crime"), l=3)
 
 
-def test_registry_defaults_suit_the_stream():
+def test_registry_defaults_suit_the_stream() -> None:
     for name in ("cg-kanon", "cg-diverse"):
         p = make_params(name, {"k": 5})
         assert p.k == 5 and p.max_iterations == 100 and p.time_limit == 60.0 and p.cap_factor == 4.0
     assert make_params("cg-diverse", {}).l == 3
 
 
-def test_ase_rule_keeps_the_guarantee(crime):
+def test_ase_rule_keeps_the_guarantee(crime: tuple[pd.DataFrame, Schema]) -> None:
     df, schema = crime
     rel = run("cg-diverse", df.head(1200), schema, l=3, ase_rule=True)
     rep = verify_release(df.head(1200), rel, schema)
@@ -258,7 +258,7 @@ def test_ase_rule_keeps_the_guarantee(crime):
     assert ((counts.nunique() >= need) | top).all()
 
 
-def test_warm_up_loads_the_kernels():
+def test_warm_up_loads_the_kernels() -> None:
     from core.engines.warmup import warm_up_all
 
     times = warm_up_all(["cg-kanon", "cg-diverse"])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.encoding import encode
+from core.encoding import Schema, encode
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.verify import verify_release
@@ -16,7 +16,7 @@ from tests.strategies import small_schema, small_tables
 
 
 @pytest.fixture(scope="module")
-def adult_part(adult_df) -> pd.DataFrame:
+def adult_part(adult_df: pd.DataFrame) -> pd.DataFrame:
     return adult_df.sample(2000, random_state=2).reset_index(drop=True)
 
 
@@ -28,7 +28,7 @@ def anonymize(name: str, df: pd.DataFrame, schema, **values):
 
 
 @pytest.mark.slow
-def test_verified_and_far_below_the_full_domain_optimum(adult_part, adult_schema):
+def test_verified_and_far_below_the_full_domain_optimum(adult_part: pd.DataFrame, adult_schema: Schema) -> None:
     rel = anonymize("local-recode", adult_part, adult_schema, k=5)
     report = verify_release(adult_part, rel, adult_schema)
     assert report.ok, report.failures
@@ -39,7 +39,7 @@ def test_verified_and_far_below_the_full_domain_optimum(adult_part, adult_schema
     assert rel.diagnostics["rounds"] >= 2 and rel.diagnostics["nodes_used"] >= 2
 
 
-def test_classes_are_the_released_tuples(adult_part, adult_schema):
+def test_classes_are_the_released_tuples(adult_part: pd.DataFrame, adult_schema: Schema) -> None:
     rel = anonymize("local-recode", adult_part, adult_schema, k=3)
     qi = adult_schema.qi_names
     per_tuple = rel.rows[qi].astype(str).assign(cls=rel.class_ids).groupby(qi)["cls"].nunique()
@@ -47,7 +47,8 @@ def test_classes_are_the_released_tuples(adult_part, adult_schema):
     assert np.bincount(rel.class_ids).min() >= 3
 
 
-def test_round_one_alone_is_the_optimum_and_more_rounds_never_hurt(adult_part, adult_schema):
+def test_round_one_alone_is_the_optimum_and_more_rounds_never_hurt(adult_part: pd.DataFrame,
+                                                                   adult_schema: Schema) -> None:
     one = anonymize("local-recode", adult_part, adult_schema, k=5, iterations=1, left_over_weight=1.0,
                     max_suppression=0.0)
     opt = anonymize("optimal", adult_part, adult_schema, k=5)
@@ -56,7 +57,7 @@ def test_round_one_alone_is_the_optimum_and_more_rounds_never_hurt(adult_part, a
     assert many.metrics["loss_metric"] <= one.metrics["loss_metric"]
 
 
-def test_deterministic_and_refuses_models_it_cannot_keep(adult_part, adult_schema):
+def test_deterministic_and_refuses_models_it_cannot_keep(adult_part: pd.DataFrame, adult_schema: Schema) -> None:
     a = anonymize("local-recode", adult_part.head(800), adult_schema, k=4)
     b = anonymize("local-recode", adult_part.head(800), adult_schema, k=4)
     assert a.digest() == b.digest() and a.diagnostics["budget_cap_hit"] is False
@@ -70,7 +71,8 @@ def test_deterministic_and_refuses_models_it_cannot_keep(adult_part, adult_schem
 @given(df=small_tables(min_rows=20, max_rows=80), k=st.integers(2, 4), use_l=st.booleans(),
        iterations=st.sampled_from([3, 10, 100]), weight=st.sampled_from([0.001, 1.0]),
        supp=st.sampled_from([0.0, 0.1]))
-def test_the_fast_search_releases_what_the_plain_search_releases(df, k, use_l, iterations, weight, supp):
+def test_the_fast_search_releases_what_the_plain_search_releases(df, k: int, use_l: bool, iterations: int,
+                                                                 weight: float, supp: float) -> None:
     schema = small_schema()  # max_suppression 0 often merges the left-over rows into the last round
     values = {"k": k, "l": 2 if use_l else None, "iterations": iterations, "left_over_weight": weight,
               "max_suppression": supp}

@@ -7,7 +7,7 @@ from core.errors import InfeasibleError
 from tests.strategies import make_table, small_schema
 
 
-def test_node_cap_is_an_explicit_error_not_a_false_optimum():
+def test_node_cap_is_an_explicit_error_not_a_false_optimum() -> None:
     batch = encode(make_table(3, 60), small_schema())
     eng = get_engine("optimal")
     with pytest.raises(InfeasibleError, match="max_nodes=2"):
@@ -16,7 +16,7 @@ def test_node_cap_is_an_explicit_error_not_a_false_optimum():
     assert full.privacy["k"] >= 6
 
 
-def test_search_counters_are_reported():
+def test_search_counters_are_reported() -> None:
     batch = encode(make_table(4, 60), small_schema())
     rel = get_engine("optimal").anonymize(batch, make_params("optimal", {"k": 4}), np.random.default_rng(0))
     search = rel.diagnostics["search"]
@@ -24,7 +24,7 @@ def test_search_counters_are_reported():
 
 
 @pytest.mark.parametrize("upward", [False, True])
-def test_node_set_over_the_lattice_answers_as_the_member_scan(upward):
+def test_node_set_over_the_lattice_answers_as_the_member_scan(upward: bool) -> None:
     from core.engines.fulldomain.optimal import NodeSet
     from core.lattice import Lattice
 

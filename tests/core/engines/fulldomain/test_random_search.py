@@ -25,7 +25,7 @@ def run(frame: pd.DataFrame, schema: Schema, params: dict, seed: int = 0, engine
 
 
 @pytest.fixture(scope="module")
-def adult_small(adult_df, adult_schema):
+def adult_small(adult_df: pd.DataFrame, adult_schema: Schema):
     """1,500 Adult rows, 5 QIs: a 240-node lattice."""
     return adult_df.sample(1500, random_state=2), adult_schema.restrict(ADULT5)
 
@@ -33,7 +33,7 @@ def adult_small(adult_df, adult_schema):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 5), supp=st.sampled_from([0.0, 0.05, 0.2]),
        budget=st.integers(1, 40), seed=st.integers(0, 2**16))
-def test_release_always_verifies_within_suppression_limit(frame, k, supp, budget, seed):
+def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: float, budget: int, seed: int) -> None:
     schema = small_schema()
     params = {"k": k, "max_suppression": supp, "max_evaluations": budget}
     try:
@@ -51,7 +51,7 @@ def test_release_always_verifies_within_suppression_limit(frame, k, supp, budget
     assert rel.diagnostics["nodes_evaluated"] <= budget + 1
 
 
-def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small):
+def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small) -> None:
     frame, schema = adult_small
     common = {"k": 5, "max_suppression": 0.02, "objective": "precision"}
     opt = run(frame, schema, common, engine="exhaustive").diagnostics["objective_value"]
@@ -66,7 +66,7 @@ def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small):
     assert all(r.diagnostics["nodes_evaluated"] <= 6 for r in small)
 
 
-def test_same_seed_same_result(adult_small):
+def test_same_seed_same_result(adult_small) -> None:
     frame, schema = adult_small
     a, b = (run(frame, schema, {"k": 5, "max_evaluations": 40}, 11) for _ in range(2))
     assert a.diagnostics["levels"] == b.diagnostics["levels"]
@@ -74,7 +74,7 @@ def test_same_seed_same_result(adult_small):
     assert list(a.suppressed) == list(b.suppressed)
 
 
-def test_falls_back_to_top_when_no_draw_is_feasible():
+def test_falls_back_to_top_when_no_draw_is_feasible() -> None:
     # all rows distinct in x and y: only the top node (everything "*") is 3-anonymous
     frame = pd.DataFrame({"x": np.arange(12) * 10, "y": np.arange(12) * 7})
     spec = parse_spec({"qi": [{"name": c, "type": "numeric", "hierarchy": {"widths": [1], "domain": [0, 200]}}
@@ -93,11 +93,11 @@ def test_falls_back_to_top_when_no_draw_is_feasible():
     ({"preprocessing": "x"}, "preprocessing"),
     ({"population": 10}, "population"),
 ])
-def test_out_of_range_params_are_clear_errors(values, field):
+def test_out_of_range_params_are_clear_errors(values, field: str) -> None:
     with pytest.raises(ParamsError, match=field):
         make_params("random", values)
 
 
-def test_defaults_match_the_kgen_paper():
+def test_defaults_match_the_kgen_paper() -> None:
     p = make_params("random", {})
     assert (p.max_evaluations, p.max_suppression, p.objective) == (5000, 0.005, "precision")

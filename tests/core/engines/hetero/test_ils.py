@@ -37,7 +37,8 @@ def run_ils(df, schema=SCHEMA, seed=0, **values):
 @given(df=small_tables(min_rows=8, max_rows=70), k=st.integers(2, 5), objective=st.sampled_from(["gcp", "sil"]),
        start=st.sampled_from(["kmember", "lgreedy"]), seed=st.integers(0, 2**16),
        search=st.sampled_from(["assign", "2opt"]), block_size=st.integers(2, 40))
-def test_output_is_k_regular_and_never_worse_than_start(df, k, objective, start, seed, search, block_size):
+def test_output_is_k_regular_and_never_worse_than_start(df, k: int, objective: str, start: str, seed: int, search: str,
+                                                        block_size: int) -> None:
     rel = run_ils(df, seed=seed, k=k, objective=objective, start=start, max_iterations=25, search=search,
                   block_size=block_size)
     report = verify_release(df, rel, SCHEMA)
@@ -65,7 +66,7 @@ def _random_state(df, k, objective, seed):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=8, max_rows=40), k=st.integers(2, 6), objective=st.sampled_from(["gcp", "sil"]),
        seed=st.integers(0, 2**16), steps=st.integers(1, 60))
-def test_incremental_delta_equals_from_scratch(df, k, objective, seed, steps):
+def test_incremental_delta_equals_from_scratch(df, k: int, objective: str, seed: int, steps: int) -> None:
     data, S, C, rng = _random_state(df, k, objective, seed)
     if data.n < k:
         return
@@ -104,7 +105,7 @@ def test_incremental_delta_equals_from_scratch(df, k, objective, seed, steps):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=10, max_rows=40), k=st.integers(2, 5), objective=st.sampled_from(["gcp", "sil"]),
        seed=st.integers(0, 2**16))
-def test_perturbation_is_undone_exactly_from_its_log(df, k, objective, seed):
+def test_perturbation_is_undone_exactly_from_its_log(df, k: int, objective: str, seed: int) -> None:
     data, S, C, rng = _random_state(df, k, objective, seed)
     snapshot = [x.copy() for x in S]
     cand = candidates(data, 8, objective, rng)
@@ -122,7 +123,7 @@ def test_perturbation_is_undone_exactly_from_its_log(df, k, objective, seed):
 
 @pytest.mark.parametrize("search", ["assign", "2opt"])
 @pytest.mark.parametrize("objective", ["gcp", "sil"])
-def test_same_seed_and_budget_give_the_same_result(objective, search):
+def test_same_seed_and_budget_give_the_same_result(objective: str, search: str) -> None:
     df = _table(120, 11)
     a = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300, search=search, block_size=30)
     b = run_ils(df, seed=5, k=4, objective=objective, max_iterations=300, search=search, block_size=30)
@@ -135,7 +136,7 @@ def test_same_seed_and_budget_give_the_same_result(objective, search):
         assert a.diagnostics["assign_passes"] == b.diagnostics["assign_passes"] > 0
 
 
-def test_paper_search_runs_no_assignment_phase_and_assign_search_reports_it():
+def test_paper_search_runs_no_assignment_phase_and_assign_search_reports_it() -> None:
     df = _table(150, 3)
     paper = run_ils(df, seed=1, k=5, search="2opt")
     assert paper.diagnostics["search"] == "2opt" and "assign_passes" not in paper.diagnostics
@@ -147,7 +148,7 @@ def test_paper_search_runs_no_assignment_phase_and_assign_search_reports_it():
     assert verify_release(df, ours, SCHEMA).ok
 
 
-def test_variants_stay_valid_and_improve():
+def test_variants_stay_valid_and_improve() -> None:
     df = _table(90, 4)
     for values in ({"neighbourhood": "full"}, {"slack": 0.05}, {"perturbation": 6, "candidates": 4},
                    {"start": "mondrian"}, {"time_limit": 0.3, "max_iterations": None},
@@ -159,7 +160,7 @@ def test_variants_stay_valid_and_improve():
         assert diag["objective_value"] < diag["start_homogeneous_objective"], values
 
 
-def test_k_one_releases_the_original_values():
+def test_k_one_releases_the_original_values() -> None:
     df = _table(15, 2)
     rel = run_ils(df, k=1)
     assert verify_release(df, rel, SCHEMA).ok
@@ -168,7 +169,7 @@ def test_k_one_releases_the_original_values():
 
 
 @pytest.mark.parametrize("duplicates", [False, True])
-def test_candidates_are_the_nearest_rows(duplicates):
+def test_candidates_are_the_nearest_rows(duplicates: bool) -> None:
     df = _table(60, 9)
     if duplicates:  # few distinct rows: candidates come from groups of identical rows
         df["age"] = df["age"] % 3 + 20
@@ -184,7 +185,7 @@ def test_candidates_are_the_nearest_rows(duplicates):
         np.testing.assert_allclose(np.sort(dist[i, cand[i]]), np.sort(dist[i])[:7], atol=1e-6)
 
 
-def test_params_are_checked():
+def test_params_are_checked() -> None:
     eng = get_engine("ils")
     with pytest.raises(ValueError, match="needs a stop"):  # no iteration budget and no cap
         eng.Params(time_limit=0, max_iterations=None)
@@ -194,7 +195,7 @@ def test_params_are_checked():
         make_params(eng, {"objective": "lm"})
 
 
-def test_dates_masked_and_tabled_values_become_ranges_and_sets():
+def test_dates_masked_and_tabled_values_become_ranges_and_sets() -> None:
     spec = parse_spec({"name": "d", "qi": [
         {"name": "day", "type": "date"}, {"name": "zip", "type": "masked", "hierarchy": {"mask": 4}},
         {"name": "age", "type": "numeric", "hierarchy": {"auto": 3}},

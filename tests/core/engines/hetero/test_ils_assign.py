@@ -53,7 +53,7 @@ def row_term(data, a: int, rows: np.ndarray, objective: str) -> float:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), n=st.integers(6, 40), k=st.integers(2, 6), released=st.integers(1, 5),
        objective=st.sampled_from(["gcp", "sil"]))
-def test_block_costs_equal_the_from_scratch_row_term(seed, n, k, released, objective):
+def test_block_costs_equal_the_from_scratch_row_term(seed: int, n: int, k: int, released: int, objective: str) -> None:
     assume(n >= k)
     data, M, rng = random_graph(seed, n, k)
     blk = rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False)
@@ -84,7 +84,8 @@ def assert_valid(M: np.ndarray, k: int) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), n=st.integers(6, 40), k=st.integers(2, 6), moves=st.integers(1, 12),
        objective=st.sampled_from(["gcp", "sil"]))
-def test_block_moves_keep_the_graph_k_regular_and_report_the_exact_gain(seed, n, k, moves, objective):
+def test_block_moves_keep_the_graph_k_regular_and_report_the_exact_gain(seed: int, n: int, k: int, moves: int,
+                                                                        objective: str) -> None:
     assume(n >= k)
     data, M, rng = random_graph(seed, n, k)
     consts = kernel_constants(data)
@@ -105,7 +106,8 @@ def test_block_moves_keep_the_graph_k_regular_and_report_the_exact_gain(seed, n,
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), n=st.integers(2, 60), k=st.integers(2, 8), size=st.integers(2, 30),
        objective=st.sampled_from(["gcp", "sil"]))
-def test_construction_is_k_regular_whenever_the_table_allows_it(seed, n, k, size, objective):
+def test_construction_is_k_regular_whenever_the_table_allows_it(seed: int, n: int, k: int, size: int,
+                                                                objective: str) -> None:
     data = hetero_data(encode(table(seed, n), SCHEMA))
     rng = np.random.default_rng(seed)
     planner = BlockPlanner(data, objective, candidates(data, 6, objective, rng), size, 2 * (k - 1))
@@ -117,7 +119,7 @@ def test_construction_is_k_regular_whenever_the_table_allows_it(seed, n, k, size
         assert_valid(M, k)
 
 
-def test_construction_gives_up_at_its_deadline():
+def test_construction_gives_up_at_its_deadline() -> None:
     data = hetero_data(encode(table(1, 50), SCHEMA))
     rng = np.random.default_rng(1)
     planner = BlockPlanner(data, "gcp", candidates(data, 6, "gcp", rng), 20, 6)
@@ -127,7 +129,8 @@ def test_construction_gives_up_at_its_deadline():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16), n=st.integers(1, 120), size=st.integers(2, 40), min_size=st.integers(1, 12),
        width=st.integers(0, 10))
-def test_every_strategy_partitions_the_rows_into_admissible_blocks(seed, n, size, min_size, width):
+def test_every_strategy_partitions_the_rows_into_admissible_blocks(seed: int, n: int, size: int, min_size: int,
+                                                                   width: int) -> None:
     data = hetero_data(encode(table(seed, n), SCHEMA))
     rng = np.random.default_rng(seed)
     planner = BlockPlanner(data, "gcp", candidates(data, width, "gcp", rng), size, min_size)
@@ -140,7 +143,7 @@ def test_every_strategy_partitions_the_rows_into_admissible_blocks(seed, n, size
         assert max(map(len, blocks)) < planner.size + min_size, strategy
 
 
-def test_lex_blocks_keep_the_costliest_attribute_together():
+def test_lex_blocks_keep_the_costliest_attribute_together() -> None:
     """On the census-like table, sex (cost 1 per mismatch) sorts first, so lex runs are single-sex."""
     rng = np.random.default_rng(0)
     n = 400

@@ -44,7 +44,7 @@ def label_gcp(rows: pd.DataFrame, original: pd.DataFrame) -> float:
 @pytest.mark.parametrize("name", ["kmember", "lgreedy"])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=6, max_rows=70), k=st.integers(1, 6), seed=st.integers(0, 2**16))
-def test_clusters_are_k_anonymous_and_verified(name, df, k, seed):
+def test_clusters_are_k_anonymous_and_verified(name: str, df, k: int, seed: int) -> None:
     batch = encode(df, SCHEMA)
     eng = get_engine(name)
     if k > len(df):
@@ -68,7 +68,7 @@ def test_clusters_are_k_anonymous_and_verified(name, df, k, seed):
 
 
 @pytest.mark.parametrize("name", ["kmember", "lgreedy"])
-def test_same_seed_same_release(name):
+def test_same_seed_same_release(name: str) -> None:
     df = _table(80, 3)
     batch = encode(df, SCHEMA)
     eng = get_engine(name)
@@ -79,7 +79,7 @@ def test_same_seed_same_release(name):
 
 
 @pytest.mark.parametrize("name", ["kmember", "lgreedy"])
-def test_refuses_l_diversity(name):
+def test_refuses_l_diversity(name: str) -> None:
     batch = encode(_table(30, 1), SCHEMA)
     eng = get_engine(name)
     with pytest.raises(ParamsError):
@@ -88,7 +88,7 @@ def test_refuses_l_diversity(name):
 
 @settings(max_examples=40, deadline=None)
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=8), k=st.integers(1, 6), seed=st.integers(0, 999))
-def test_regular_from_clusters_is_k_regular_inside_clusters(sizes, k, seed):
+def test_regular_from_clusters_is_k_regular_inside_clusters(sizes: list[int], k: int, seed: int) -> None:
     sizes = [s + k - 1 for s in sizes]  # every cluster has >= k rows
     cls = np.random.default_rng(seed).permutation(np.repeat(np.arange(len(sizes)), sizes))
     matches = regular_from_clusters(cls, k, np.random.default_rng(seed))
@@ -103,12 +103,12 @@ def test_regular_from_clusters_is_k_regular_inside_clusters(sizes, k, seed):
     assert all(set(np.flatnonzero((matches == a).any(axis=1))) == set(w[a]) for a in range(n))
 
 
-def test_regular_from_clusters_rejects_small_cluster():
+def test_regular_from_clusters_rejects_small_cluster() -> None:
     with pytest.raises(InfeasibleError):
         regular_from_clusters(np.array([0, 0, 1]), 2, np.random.default_rng(0))
 
 
-def test_verifier_catches_tampering():
+def test_verifier_catches_tampering() -> None:
     df = _table(40, 5)
     rel = get_engine("kmember").anonymize(encode(df, SCHEMA), make_params("kmember", {"k": 3}),
                                           np.random.default_rng(0))

@@ -67,7 +67,7 @@ def free_form(name: str, df: pd.DataFrame, rel, q: str) -> pd.Series:
 
 
 @pytest.mark.parametrize("name", HETERO)
-def test_each_qi_within_target_or_released_free_and_named(name):
+def test_each_qi_within_target_or_released_free_and_named(name: str) -> None:
     df = skewed()
     batch = encode(df, SCHEMA)
     free = run(name, df, bands="free")
@@ -99,20 +99,20 @@ def test_each_qi_within_target_or_released_free_and_named(name):
 
 
 @pytest.mark.parametrize("name", HETERO)
-def test_fallback_is_deterministic_per_seed(name):
+def test_fallback_is_deterministic_per_seed(name: str) -> None:
     df = skewed(seed=7)
     a, b = run(name, df, seed=11), run(name, df, seed=11)
     pd.testing.assert_frame_equal(a.rows, b.rows)
     assert a.diagnostics["nesting_fallback"] == b.diagnostics["nesting_fallback"]
 
 
-def test_strict_nesting_reports_nothing_and_free_bands_are_unchanged():
+def test_strict_nesting_reports_nothing_and_free_bands_are_unchanged() -> None:
     df = skewed()
     assert "nesting_fallback" not in run("kmember", df, nesting_fallback=False).diagnostics
     pd.testing.assert_frame_equal(run("kmember", df, bands="free").rows, run("kmember", df, bands="free").rows)
 
 
-def test_mondrian_relabels_a_numeric_qi_over_the_target_with_class_ranges():
+def test_mondrian_relabels_a_numeric_qi_over_the_target_with_class_ranges() -> None:
     df = skewed(n=400, seed=2)
     batch = encode(df, SCHEMA)
     free, rel = run("mondrian", df, bands="free"), run("mondrian", df)
@@ -132,7 +132,7 @@ def test_mondrian_relabels_a_numeric_qi_over_the_target_with_class_ranges():
             assert (rel.rows[q] == strict.rows[q]).all()
 
 
-def test_utility_report_carries_the_fallback():
+def test_utility_report_carries_the_fallback() -> None:
     rel = run("kmember", skewed())
     utility = utility_with_nesting({"qis": {}}, rel)
     assert utility.get("nesting_fallback") == (rel.diagnostics["nesting_fallback"] or None)

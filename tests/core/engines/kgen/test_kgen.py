@@ -31,7 +31,7 @@ def run(engine: str, frame: pd.DataFrame, schema: Schema, params: dict, seed: in
 
 
 @pytest.fixture(scope="module")
-def adult_small(adult_df, adult_schema):
+def adult_small(adult_df: pd.DataFrame, adult_schema: Schema):
     """2,000 Adult rows, 7 QIs: a 2,160-node lattice that exhaustive search covers in about a second."""
     return adult_df.sample(2000, random_state=1), adult_schema.restrict(ADULT7)
 
@@ -49,7 +49,8 @@ def adult_optimum(adult_small):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 5), supp=st.sampled_from([0.0, 0.05, 0.2]),
        l_div=st.sampled_from([None, 2]), seed=st.integers(0, 2**16))
-def test_release_always_verifies_within_suppression_limit(frame, k, supp, l_div, seed):
+def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: float, l_div: int | None,
+                                                          seed: int) -> None:
     schema = small_schema()
     params = {"k": k, "max_suppression": supp, "l": l_div, **SMALL_GA}
     try:
@@ -65,7 +66,7 @@ def test_release_always_verifies_within_suppression_limit(frame, k, supp, l_div,
     assert len(rel.suppressed) <= int(np.floor(supp * len(frame) + 1e-9))
 
 
-def test_adult_default_params_verify_and_report_metadata(adult_small):
+def test_adult_default_params_verify_and_report_metadata(adult_small) -> None:
     frame, schema = adult_small
     rel = run("kgen", frame, schema, {"k": 5})
     assert verify_release(frame, rel, schema).ok
@@ -86,7 +87,7 @@ def test_adult_default_params_verify_and_report_metadata(adult_small):
 # --- near-optimality, statistically ---------------------------------------------------------------
 
 
-def test_matches_exhaustive_optimum_for_most_seeds(adult_small, adult_optimum):
+def test_matches_exhaustive_optimum_for_most_seeds(adult_small, adult_optimum) -> None:
     frame, schema = adult_small
     seeds = range(20)
     params = {"k": 5, "max_suppression": 0.02, "population": 50, "max_evaluations": 1000}
@@ -96,7 +97,7 @@ def test_matches_exhaustive_optimum_for_most_seeds(adult_small, adult_optimum):
     assert hits >= 0.75 * len(seeds), f"optimum hit in {hits}/{len(seeds)} seeds"
 
 
-def test_beats_random_search_on_the_same_budget(adult_small, adult_optimum):
+def test_beats_random_search_on_the_same_budget(adult_small, adult_optimum) -> None:
     frame, schema = adult_small
     common = {"k": 5, "max_suppression": 0.02, "max_evaluations": 500}
     kg = [run("kgen", frame, schema, {**common, "population": 20}, s).diagnostics["objective_value"]
@@ -108,7 +109,7 @@ def test_beats_random_search_on_the_same_budget(adult_small, adult_optimum):
 # --- determinism and params -------------------------------------------------------------------------
 
 
-def test_same_seed_same_result(adult_small):
+def test_same_seed_same_result(adult_small) -> None:
     frame, schema = adult_small
     params = {"k": 5, "max_suppression": 0.02, "population": 20, "max_evaluations": 300}
     a, b = (run("kgen", frame, schema, params, 7) for _ in range(2))
@@ -129,13 +130,13 @@ def test_same_seed_same_result(adult_small):
     ({"preprocessing": "magic"}, "preprocessing"),
     ({"generations": 5}, "generations"),
 ])
-def test_out_of_range_params_are_clear_errors(values, field):
+def test_out_of_range_params_are_clear_errors(values, field: str) -> None:
     with pytest.raises(ParamsError, match=field) as err:
         make_params("kgen", values)
     assert "\n" not in str(err.value)
 
 
-def test_defaults_are_table_7():
+def test_defaults_are_table_7() -> None:
     p = make_params("kgen", {})
     assert (p.max_evaluations, p.population, p.crossover_rate, p.mutation_rate, p.horizontal_mutation_rate,
             p.max_suppression) == (5000, 100, 0.9, 0.2, 0.4, 0.005)
@@ -158,7 +159,7 @@ def outlier_table(sensitive: bool = False) -> tuple[pd.DataFrame, Schema]:
     return frame, Schema.from_spec(parse_spec(spec))
 
 
-def test_paper_preprocessing_loses_the_optimum_with_suppression_ours_does_not():
+def test_paper_preprocessing_loses_the_optimum_with_suppression_ours_does_not() -> None:
     frame, schema = outlier_table()
     params = {"k": 2, "max_suppression": 0.03, "population": 4, "max_evaluations": 40}
     batch = encode(frame, schema)
@@ -174,7 +175,7 @@ def test_paper_preprocessing_loses_the_optimum_with_suppression_ours_does_not():
     assert verify_release(frame, paper, schema).ok  # still k-anonymous, just not optimal
 
 
-def test_stops_once_the_reduced_box_is_exhausted():
+def test_stops_once_the_reduced_box_is_exhausted() -> None:
     frame, schema = outlier_table()
     rel = run("kgen", frame, schema, {"k": 2, "max_suppression": 0.03, "preprocessing": "none"})
     opt = run("exhaustive", frame, schema, {"k": 2, "max_suppression": 0.03, "objective": "precision"})
@@ -188,7 +189,7 @@ def test_stops_once_the_reduced_box_is_exhausted():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 6), supp=st.sampled_from([0.0, 0.05, 0.15]),
        l_div=st.sampled_from([None, 2]))
-def test_suppression_aware_bounds_never_cut_a_feasible_node(frame, k, supp, l_div):
+def test_suppression_aware_bounds_never_cut_a_feasible_node(frame, k: int, supp: float, l_div: int | None) -> None:
     schema = small_schema()
     batch = encode(frame, schema)
     req = PrivacyRequirement(k=k, l=l_div, max_suppression=supp)
@@ -200,7 +201,7 @@ def test_suppression_aware_bounds_never_cut_a_feasible_node(frame, k, supp, l_di
         assert (bounds.low == lattice_bounds(batch, req, "paper").low).all()
 
 
-def test_bounds_not_applied_where_unsound():
+def test_bounds_not_applied_where_unsound() -> None:
     frame, schema = outlier_table(sensitive=True)
     batch = encode(frame, schema)
     for req in (PrivacyRequirement(k=2, t=0.3, max_suppression=0.03),
@@ -219,7 +220,7 @@ def member(levels, feasible, loss=0.5, age=0, suppressed=0):
     return Member(tuple(levels), NodeResult(tuple(levels), feasible, suppressed, 1, 2, loss, loss), age)
 
 
-def test_crossover_three_cases_of_fig_6():
+def test_crossover_three_cases_of_fig_6() -> None:
     rng = np.random.default_rng(0)
     cases: Counter[str] = Counter()
     p1, p2 = member((3, 1, 2), True), member((1, 3, 2), True)
@@ -240,7 +241,7 @@ def test_crossover_three_cases_of_fig_6():
 
 @settings(max_examples=60, deadline=None)
 @given(node=st.lists(st.integers(0, 4), min_size=2, max_size=8), seed=st.integers(0, 2**16))
-def test_horizontal_mutation_changes_strategy_path(node, seed):
+def test_horizontal_mutation_changes_strategy_path(node: list[int], seed: int) -> None:
     bounds = Bounds(np.zeros(len(node), np.int64), np.full(len(node), 4, np.int64), "none")
     out = horizontal_mutate(tuple(node), bounds, 0.5, np.random.default_rng(seed))
     diff = np.asarray(out) - np.asarray(node)
@@ -254,14 +255,14 @@ def test_horizontal_mutation_changes_strategy_path(node, seed):
 
 @settings(max_examples=60, deadline=None)
 @given(node=st.lists(st.integers(1, 3), min_size=1, max_size=8), seed=st.integers(0, 2**16))
-def test_standard_mutation_moves_one_gene_within_bounds(node, seed):
+def test_standard_mutation_moves_one_gene_within_bounds(node: list[int], seed: int) -> None:
     bounds = Bounds(np.ones(len(node), np.int64), np.full(len(node), 3, np.int64), "none")
     out = mutate(tuple(node), bounds, np.random.default_rng(seed))
     assert sum(a != b for a, b in zip(out, node, strict=True)) == 1
     assert all(1 <= v <= 3 for v in out)
 
 
-def test_age_penalty_ten_means_never_selected():
+def test_age_penalty_ten_means_never_selected() -> None:
     pop = [member((0,), True, 0.1, age=10), member((1,), True, 0.5, age=9), member((2,), False, 0.9, age=0)]
     probs = selection_weights(pop, 10, 100)
     assert probs[0] == 0 and probs[1] > 0 and probs[2] > 0
@@ -269,7 +270,7 @@ def test_age_penalty_ten_means_never_selected():
     assert selection_weights(aged, 10, 100).sum() == pytest.approx(1.0)  # all aged: fall back to fitness
 
 
-def test_survivors_keep_best_distinct_feasible_first():
+def test_survivors_keep_best_distinct_feasible_first() -> None:
     pop = [member((2,), True, 0.4, age=3), member((1,), False, 0.1, suppressed=5),
            member((2,), True, 0.4), member((3,), True, 0.6), member((0,), False, 0.05, suppressed=9)]
     out = survivors(pop, 3)

@@ -44,7 +44,7 @@ def release(df: pd.DataFrame, sch: Schema, bands: str, k: int, seed: int = 0):
 
 @pytest.mark.parametrize("k", [5, 10, 25])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_nested_loss_within_125_percent_of_free(k, seed):
+def test_nested_loss_within_125_percent_of_free(k: int, seed: int) -> None:
     df, sch = skewed(800, seed, old=3), schema(["age", "sex", "place"])
     nested, free = release(df, sch, "nested", k), release(df, sch, "free", k)
     assert verify_release(df, nested, sch).ok
@@ -52,7 +52,7 @@ def test_nested_loss_within_125_percent_of_free(k, seed):
     assert ratio <= 1.25, (ratio, nested.diagnostics)
 
 
-def test_rare_tail_is_peeled_and_reported():
+def test_rare_tail_is_peeled_and_reported() -> None:
     """Three people over 80 and k = 10: the class holding them (age ``*``) has about k rows, not every
     class of 40+ year olds; the cuts that peeled the tail off are in the diagnostics."""
     df, sch = skewed(600, 2, old=3), schema(["age"])
@@ -62,7 +62,7 @@ def test_rare_tail_is_peeled_and_reported():
     assert rel.diagnostics["peeled_cuts"].get("age", 0) >= 1
 
 
-def test_same_seed_same_release():
+def test_same_seed_same_release() -> None:
     df, sch = skewed(500, 3, old=2), schema(["age", "sex", "place"])
     a, b = release(df, sch, "nested", 5, seed=7), release(df, sch, "nested", 5, seed=7)
     assert a.rows.equals(b.rows) and np.array_equal(a.class_ids, b.class_ids)

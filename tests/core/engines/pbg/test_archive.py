@@ -36,7 +36,7 @@ def offers(draw):
 
 @settings(max_examples=150, deadline=None)
 @given(offers())
-def test_archive_invariants_hold_after_every_update(case):
+def test_archive_invariants_hold_after_every_update(case) -> None:
     upper, eps, dirs, vecs = case
     arch = Archive(eps, dirs)
     bound = theorem2_bound(upper, eps, tight=True)
@@ -59,7 +59,7 @@ def test_archive_invariants_hold_after_every_update(case):
 
 @settings(max_examples=80, deadline=None)
 @given(offers())
-def test_archive_with_integer_values_and_unit_eps_is_the_pareto_set(case):
+def test_archive_with_integer_values_and_unit_eps_is_the_pareto_set(case) -> None:
     upper, _, dirs, vecs = case
     vecs = np.floor(vecs)
     arch = Archive(np.ones(len(upper)), dirs)
@@ -69,7 +69,7 @@ def test_archive_with_integer_values_and_unit_eps_is_the_pareto_set(case):
     assert {tuple(v) for v in arch.raw_values()} == expected
 
 
-def test_box_dominance_compares_boxes_first_then_values():
+def test_box_dominance_compares_boxes_first_then_values() -> None:
     eps = np.array([10.0, 10.0])
     a, b = np.array([19.0, 11.0]), np.array([12.0, 15.0])  # same box (1, 1), incomparable
     assert (boxes(a, eps) == boxes(b, eps)).all()
@@ -79,7 +79,7 @@ def test_box_dominance_compares_boxes_first_then_values():
     assert box_dominates(c, boxes(c, eps), b, boxes(b, eps))
 
 
-def test_algorithm1_keeps_one_member_per_box_and_removes_box_dominated():
+def test_algorithm1_keeps_one_member_per_box_and_removes_box_dominated() -> None:
     arch = Archive([10.0, 10.0], [1, -1])  # maximize the first, minimize the second
     assert arch.update("a", np.array([15.0, 55.0]))
     assert not arch.update("b", np.array([12.0, 52.0]))  # same box (1, 5), incomparable: rejected
@@ -90,7 +90,7 @@ def test_algorithm1_keeps_one_member_per_box_and_removes_box_dominated():
     assert sorted(arch.keys) == ["c", "d"]
 
 
-def test_theorem2_bound_counts_boxes():
+def test_theorem2_bound_counts_boxes() -> None:
     assert box_counts([10, 100], [1, 10]) == [11, 11]
     assert theorem2_bound([10, 100, 4], [1, 10, 1]) == 11 * 11  # b = (11, 11, 5): product of the 2 largest
     assert theorem2_bound([10, 100, 4], [1, 10, 1], tight=True) == 11 * 5
@@ -100,7 +100,7 @@ def test_theorem2_bound_counts_boxes():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=40),
        st.lists(st.sampled_from([1, -1]), min_size=3, max_size=3))
-def test_pareto_mask_matches_brute_force(rows, dirs):
+def test_pareto_mask_matches_brute_force(rows, dirs) -> None:
     vals = np.array(rows, float)
     d = np.array(dirs)
     o = vals * d
@@ -108,7 +108,7 @@ def test_pareto_mask_matches_brute_force(rows, dirs):
     assert pareto_mask(vals, d).tolist() == brute
 
 
-def test_ce_and_rr_on_a_known_front():
+def test_ce_and_rr_on_a_known_front() -> None:
     ref = np.array([[1.0, 10.0], [5.0, 20.0], [10.0, 40.0]])  # maximize k, minimize GLM
     dirs, eps = np.array([1, -1]), np.array([1.0, 1.0])
     assert convergence_error(ref[:2], ref) == 0.0
@@ -122,7 +122,7 @@ def test_ce_and_rr_on_a_known_front():
 # -- evolutionary operators (PBG paper §6) ---------------------------------------------------------
 
 
-def test_initial_population_holds_bottom_top_and_random_nodes():
+def test_initial_population_holds_bottom_top_and_random_nodes() -> None:
     h = np.array([4, 2, 3, 1])
     pop = initial_population(h, 25, np.random.default_rng(0))
     assert pop.shape == (25, 4)
@@ -132,7 +132,7 @@ def test_initial_population_holds_bottom_top_and_random_nodes():
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=20))
-def test_spea2_fitness_is_the_sum_of_dominators_strengths(rows):
+def test_spea2_fitness_is_the_sum_of_dominators_strengths(rows) -> None:
     vals = np.array(rows, float)
     n = len(vals)
     strength = [sum(dominates(vals[i], vals[j]) for j in range(n)) for i in range(n)]
@@ -140,7 +140,7 @@ def test_spea2_fitness_is_the_sum_of_dominators_strengths(rows):
     assert spea2_fitness(vals).tolist() == want
 
 
-def test_tournament_prefers_lower_fitness():
+def test_tournament_prefers_lower_fitness() -> None:
     fit = np.array([0.0, 5.0, 9.0])
     wins = tournament(fit, 2000, np.random.default_rng(1))
     counts = np.bincount(wins, minlength=3)
@@ -149,7 +149,7 @@ def test_tournament_prefers_lower_fitness():
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 9), st.integers(1, 6), st.integers(0, 2**32 - 1))
-def test_crossover_swaps_tails_and_mutation_moves_one_step(n, d, seed):
+def test_crossover_swaps_tails_and_mutation_moves_one_step(n, d, seed) -> None:
     rng = np.random.default_rng(seed)
     h = rng.integers(0, 5, d)
     parents = rng.integers(0, h + 1, size=(n, d))
@@ -166,7 +166,7 @@ def test_crossover_swaps_tails_and_mutation_moves_one_step(n, d, seed):
 
 @settings(max_examples=100, deadline=None)
 @given(offers(), st.data())
-def test_offering_a_candidate_again_never_changes_the_archive(case, data):
+def test_offering_a_candidate_again_never_changes_the_archive(case, data) -> None:
     """The search offers each node only once; this is exact because re-offers are no-ops."""
     _, eps, dirs, vecs = case
     order = data.draw(st.lists(st.integers(0, len(vecs) - 1), min_size=1, max_size=3 * len(vecs)))

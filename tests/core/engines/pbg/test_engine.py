@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.encoding import encode
+from core.encoding import Schema, encode
 from core.engines.pbg import DIRECTIONS, PropertyEvaluator, SearchConfig, eta_rows, parse_policy, run_search
 from core.engines.pbg.archive import boxes
 from core.engines.pbg.assess import nondominated_boxes, pareto_mask
@@ -58,7 +58,7 @@ def brute_indices(batch, levels, eta, labels):
 
 @settings(max_examples=25, deadline=None)
 @given(small_tables(min_rows=10, max_rows=80), st.data())
-def test_indices_match_their_definitions(frame, data):
+def test_indices_match_their_definitions(frame, data) -> None:
     batch = encode(frame, small_schema())
     levels = tuple(data.draw(st.integers(0, int(h))) for h in batch.heights)
     eta = data.draw(st.integers(0, len(frame) // 4))
@@ -70,7 +70,7 @@ def test_indices_match_their_definitions(frame, data):
         assert getattr(got, name) == pytest.approx(value), name
 
 
-def test_suppression_budget_as_in_section_6():
+def test_suppression_budget_as_in_section_6() -> None:
     sizes = np.array([1, 1, 2, 3, 3, 10])  # E_1 = 2 tuples, E_2 = 2, E_3 = 6, E_10 = 10
     from core.engines.pbg.properties import k_under_budget
 
@@ -97,7 +97,8 @@ def small():
 
 @pytest.mark.parametrize("prune", [True, False])
 @pytest.mark.parametrize("objectives", [("k", "S_l", "CM"), ("k", "l", "S_k"), ("k", "GLM")])
-def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives, prune):
+def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives: tuple[str, str, str] | tuple[str, str],
+                                                              prune: bool) -> None:
     _, batch, props, everything = small
     dirs = np.array([DIRECTIONS[o] for o in objectives])
     allv = np.array([r.vector(objectives) for r in everything])
@@ -113,7 +114,7 @@ def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives,
 
 
 @pytest.mark.parametrize("prune", [True, False])
-def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune):
+def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune: bool) -> None:
     _, batch, props, everything = small
     objectives, eps = ("k", "GLM"), np.array([1.0, 1.0])
     dirs = np.array([DIRECTIONS[o] for o in objectives])
@@ -129,7 +130,7 @@ def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune):
     assert hits >= 6
 
 
-def test_engine_release_is_the_selected_member_and_verifies(small):
+def test_engine_release_is_the_selected_member_and_verifies(small) -> None:
     frame, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"objectives": "k,l,GLM", "select": "min GLM where k >= 3 and l >= 2",
@@ -151,7 +152,7 @@ def test_engine_release_is_the_selected_member_and_verifies(small):
     assert rel.metrics["loss_metric"] * batch.n * batch.d == pytest.approx(member["GLM"])
 
 
-def test_engine_is_deterministic_per_seed(small):
+def test_engine_is_deterministic_per_seed(small) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"k": 2, "iterations": 15, "objectives": ["S_k", "GLM"]})
@@ -160,7 +161,7 @@ def test_engine_is_deterministic_per_seed(small):
     assert a.diagnostics["front"] == b.diagnostics["front"]
 
 
-def test_unsatisfiable_policy_names_the_closest_members(small):
+def test_unsatisfiable_policy_names_the_closest_members(small) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"iterations": 10, "objectives": "k,l,GLM", "select": "min GLM where k >= 1000"})
@@ -169,7 +170,7 @@ def test_unsatisfiable_policy_names_the_closest_members(small):
         eng.anonymize(batch, params, np.random.default_rng(0))
 
 
-def test_policy_picks_the_best_feasible_member():
+def test_policy_picks_the_best_feasible_member() -> None:
     front = [Indices((0, 0), k=1, S_k=10, GLM=0.0, suppressed=0, classes=9, l=1),
              Indices((1, 0), k=4, S_k=50, GLM=20.0, suppressed=2, classes=3, l=2),
              Indices((0, 1), k=6, S_k=60, GLM=25.0, suppressed=0, classes=2, l=3),
@@ -183,7 +184,7 @@ def test_policy_picks_the_best_feasible_member():
 
 @pytest.mark.parametrize("bad", ["", "minimize GLM", "min foo", "min GLM where k >= x", "min GLM where k >= 5 or",
                                  "min GLM where", "min GLM k >= 5"])
-def test_bad_policies_are_params_errors(bad):
+def test_bad_policies_are_params_errors(bad: str) -> None:
     with pytest.raises(ParamsError, match="selection policy"):
         parse_policy(bad)
 
@@ -195,12 +196,12 @@ def test_bad_policies_are_params_errors(bad):
     ({"l_kind": "entropy", "l": 2}, "distinct l only"),
     ({"select": "min GLM where k >> 2"}, "parameter 'select'"),
 ])
-def test_bad_params_are_params_errors(values, match):
+def test_bad_params_are_params_errors(values, match: str) -> None:
     with pytest.raises(ParamsError, match=match):
         make_params("pbg-ea", values)
 
 
-def test_missing_class_attribute_or_sensitive_is_a_clear_error(small):
+def test_missing_class_attribute_or_sensitive_is_a_clear_error(small) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     with pytest.raises(ParamsError, match="'CM' is unavailable"):
@@ -213,12 +214,10 @@ def test_missing_class_attribute_or_sensitive_is_a_clear_error(small):
         eng.anonymize(plain, make_params(eng, {"objectives": "k,l"}), np.random.default_rng(0))
 
 
-def test_adult_front_release_and_cm(adult_df, adult_schema):
+def test_adult_front_release_and_cm(adult_df: pd.DataFrame, adult_schema: Schema) -> None:
     qis = ["age", "workclass", "education", "marital-status", "race", "sex", "native-country"]
     spec = adult_schema.spec
     spec = spec.model_copy(update={"qi": tuple(spec.qi_spec(q) for q in qis), "passthrough": ("salary-class",)})
-    from core.encoding import Schema
-
     schema = Schema.from_spec(spec)
     batch = encode(adult_df, schema)
     eng = get_engine("pbg-ea")

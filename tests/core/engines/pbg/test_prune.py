@@ -22,7 +22,7 @@ ALL = ("k", "l", "S_k", "S_l", "GLM", "CM")
 
 @settings(max_examples=40, deadline=None)
 @given(small_tables(min_rows=10, max_rows=70), st.data())
-def test_bounds_hold_for_every_unevaluated_node(frame, data):
+def test_bounds_hold_for_every_unevaluated_node(frame, data) -> None:
     """For random sets of evaluated nodes, every other node's true vector is no better (in every
     index) than one of its candidate vectors, namely the one of the step holding its true k."""
     batch = encode(frame, small_schema())
@@ -50,7 +50,7 @@ def test_bounds_hold_for_every_unevaluated_node(frame, data):
 
 @settings(max_examples=30, deadline=None)
 @given(small_tables(min_rows=10, max_rows=70), st.data())
-def test_a_pruned_node_would_be_rejected_by_the_archive(frame, data):
+def test_a_pruned_node_would_be_rejected_by_the_archive(frame, data) -> None:
     batch = encode(frame, small_schema())
     eta = data.draw(st.integers(0, len(frame) // 3))
     props = PropertyEvaluator(batch, eta, np.asarray(frame["color"].isin(["red", "blue"])))
@@ -73,7 +73,7 @@ def test_a_pruned_node_would_be_rejected_by_the_archive(frame, data):
 
 @settings(max_examples=100, deadline=None)
 @given(offers(), st.data())
-def test_rejects_is_updates_rejection_and_is_monotone(case, data):
+def test_rejects_is_updates_rejection_and_is_monotone(case, data) -> None:
     _, eps, dirs, vecs = case
     arch = Archive(eps, dirs)
     for i, v in enumerate(vecs):
@@ -96,7 +96,7 @@ def _small_props(seed: int = 7) -> PropertyEvaluator:
     return PropertyEvaluator(batch, 4, frame["shape"].isin(["circle", "oval"]).to_numpy())
 
 
-def test_pruning_evaluates_fewer_nodes_and_each_pruned_node_is_dominated():
+def test_pruning_evaluates_fewer_nodes_and_each_pruned_node_is_dominated() -> None:
     props = _small_props()
     objectives = ("k", "GLM")
     dirs = np.array([DIRECTIONS[o] for o in objectives])
@@ -117,7 +117,7 @@ def test_pruning_evaluates_fewer_nodes_and_each_pruned_node_is_dominated():
     assert total_on < total_off
 
 
-def test_engine_prune_flag_and_diagnostics():
+def test_engine_prune_flag_and_diagnostics() -> None:
     from core.engines.registry import get_engine, make_params
 
     props = _small_props()
