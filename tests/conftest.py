@@ -20,9 +20,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
+
+if TYPE_CHECKING:
+    from core.encoding import Schema
+    from stream.intake.validate import ReportValidator
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -41,14 +46,14 @@ def adult_df() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
-def adult_schema():
+def adult_schema() -> Schema:
     from stream.io.specs import load_schema
 
     return load_schema("adult")
 
 
 @pytest.fixture(scope="module")
-def validator():  # type: ignore[no-untyped-def]
+def validator() -> ReportValidator:
     """The stream's report validator on the crime spec, default input limits (tests/stream and tests/db)."""
     from stream.intake.guards import Limits
     from stream.intake.validate import ReportValidator

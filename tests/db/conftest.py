@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
+from db import Database
 from stream.testing.services import PostgresServer, postgres
 
 
@@ -13,16 +17,15 @@ def pg() -> PostgresServer:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request: pytest.FixtureRequest, tmp_path) -> str:  # type: ignore[no-untyped-def]
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'ledger.db'}"
     return request.getfixturevalue("pg").create_database("db")
 
 
 @pytest.fixture
-def ledger_db(db_url: str):  # type: ignore[no-untyped-def]
+def ledger_db(db_url: str) -> Iterator[Database]:
     import migrations
-    from db import Database
 
     migrations.upgrade(db_url)
     db = Database(db_url)

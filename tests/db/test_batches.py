@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import func, select, update
 
-from db import IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
+from db import Database, IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
 from db.batches import BatchMark, begin, chunks, end, merge_completed
 from db.ledger import due_windows
 from db.models import Batch, PendingReport, Window
@@ -36,7 +36,7 @@ def mark(batch: str = "b-1", station: str = "S1", rows: int | None = None) -> Ba
     return BatchMark(station, batch, f"station:{station}", rows)
 
 
-def test_a_running_batch_keeps_its_windows_open_whatever_the_watermark(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_running_batch_keeps_its_windows_open_whatever_the_watermark(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, POLICY)
     begin(ledger_db, "default", [mark()], NOW)
     # unsorted: the latest day first moves the watermark past every earlier day
@@ -56,7 +56,7 @@ def test_a_running_batch_keeps_its_windows_open_whatever_the_watermark(ledger_db
     assert (b.rows, b.ended_at) == (6, NOW + timedelta(seconds=6))
 
 
-def test_a_running_batch_holds_its_windows_however_long_its_rows_take(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_running_batch_holds_its_windows_however_long_its_rows_take(ledger_db: Database) -> None:
     """Issue 39: on a loaded machine the worker may read nothing of a running push for longer than the idle
     timeout; the windows of its key wait for the end marker, never cut off at what was ingested so far."""
     pool = PoolRepository(ledger_db, POLICY)
@@ -73,7 +73,7 @@ def test_a_running_batch_holds_its_windows_however_long_its_rows_take(ledger_db)
     assert due_windows(ledger_db, POLICY, 60, at) == [w.id] and w.count == 7
 
 
-def test_a_push_that_died_is_ended_by_the_next_push_or_held_a_day_at_most(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_push_that_died_is_ended_by_the_next_push_or_held_a_day_at_most(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, POLICY)
     begin(ledger_db, "default", [mark()], NOW)
     pool.ingest([report(0, 200), report(1, 1)], [], NOW)
@@ -97,7 +97,7 @@ def test_a_push_that_died_is_ended_by_the_next_push_or_held_a_day_at_most(ledger
     assert s2.id in due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=25))  # idle, watermark passed
 
 
-def test_markers_are_idempotent_and_a_new_batch_ends_an_unfinished_one(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_markers_are_idempotent_and_a_new_batch_ends_an_unfinished_one(ledger_db: Database) -> None:
     begin(ledger_db, "default", [mark("b-1")], NOW)
     begin(ledger_db, "default", [mark("b-1")], NOW + timedelta(seconds=1))  # redelivered
     begin(ledger_db, "default", [mark("b-2")], NOW + timedelta(seconds=2))  # b-1 never ended
@@ -110,7 +110,7 @@ def test_markers_are_idempotent_and_a_new_batch_ends_an_unfinished_one(ledger_db
     assert rows == {"b-1": (t[0], t[2], None), "b-2": (t[2], t[3], 3), "b-3": (t[4], t[4], 4)}
 
 
-def test_the_windows_a_batch_completed_are_merged_in_even_chunks_of_at_most_cap(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_the_windows_a_batch_completed_are_merged_in_even_chunks_of_at_most_cap(ledger_db: Database) -> None:
     policy = WindowPolicy(idle_timeout_s=60, cap=25)
     pool = PoolRepository(ledger_db, policy)
     begin(ledger_db, "default", [mark()], NOW)
@@ -132,7 +132,7 @@ def test_the_windows_a_batch_completed_are_merged_in_even_chunks_of_at_most_cap(
     assert merge_completed(ledger_db, policy, NOW + timedelta(seconds=3)) == []  # done once
 
 
-def test_merging_waits_for_every_batch_of_a_shared_key(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_merging_waits_for_every_batch_of_a_shared_key(ledger_db: Database) -> None:
     policy = WindowPolicy(by="global", idle_timeout_s=60)
     pool = PoolRepository(ledger_db, policy)
     a, b = BatchMark("S1", "b-1", "global"), BatchMark("S2", "b-2", "global")
@@ -145,7 +145,7 @@ def test_merging_waits_for_every_batch_of_a_shared_key(ledger_db) -> None:  # ty
     assert [w.count for w in open_windows(ledger_db, "global")] == [9]
 
 
-def test_without_merging_each_completed_window_closes_on_its_own(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_without_merging_each_completed_window_closes_on_its_own(ledger_db: Database) -> None:
     policy = WindowPolicy(idle_timeout_s=60, merge_batch=False)
     pool = PoolRepository(ledger_db, policy)
     begin(ledger_db, "default", [mark()], NOW)
@@ -164,7 +164,7 @@ def test_chunks_keep_order_and_stay_under_cap(counts: list[int], cap: int) -> No
     assert all(len(c) == 1 or sum(w.count for w in c) <= cap for c in out)
 
 
-def test_flush_asks_for_a_release_of_what_waits(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_flush_asks_for_a_release_of_what_waits(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, POLICY)
     repo = ReleaseRepository(ledger_db)
     pool.ingest([report(i, 0) for i in range(3)] + [report(9, 0, "S2")], [], NOW)

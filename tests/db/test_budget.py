@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from db import budget
+from db import Database, budget
 from db.budget import BudgetExceeded
+from stream.testing.services import PostgresServer
 
 
-def test_charge_refuse_and_account(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_charge_refuse_and_account(ledger_db: Database) -> None:
     with ledger_db.unit() as s:
         budget.charge(s, ["b1", "b2"], 0.4, 1.0, purpose="release", release_id="r1")
     with ledger_db.unit() as s:
@@ -40,7 +41,7 @@ def test_charge_refuse_and_account(ledger_db) -> None:  # type: ignore[no-untype
 
 
 @pytest.fixture(scope="module")
-def sqlite_db(tmp_path_factory):  # type: ignore[no-untyped-def]
+def sqlite_db(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     import migrations
     from db import Database
 
@@ -101,7 +102,7 @@ def _racer(url: str, barrier, me: str, out) -> None:  # type: ignore[no-untyped-
     out.put(done)
 
 
-def test_two_processes_racing_for_one_block_never_overspend(pg) -> None:  # type: ignore[no-untyped-def]
+def test_two_processes_racing_for_one_block_never_overspend(pg: PostgresServer) -> None:
     import migrations
     from db import Database
 

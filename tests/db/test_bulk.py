@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, select
 
+from db import Database
 from db.bulk import bulk_insert, update_where_ids, value_counts, values_present
 from db.models import PendingReport, Window
 
@@ -26,7 +27,7 @@ def pending(i: int, **extra) -> dict:
     return {**row, **extra}
 
 
-def test_insert_counts_skips_conflicts_and_keeps_values_exactly(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_insert_counts_skips_conflicts_and_keeps_values_exactly(ledger_db: Database) -> None:
     table = PendingReport.__table__
     with ledger_db.unit() as s:
         s.execute(Window.__table__.insert(), [window_row()])
@@ -44,13 +45,13 @@ def test_insert_counts_skips_conflicts_and_keeps_values_exactly(ledger_db) -> No
         assert g.person_fp == pending(i)["person_fp"] and g.state == "pending"
 
 
-def test_a_naive_datetime_is_refused(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_naive_datetime_is_refused(ledger_db: Database) -> None:
     with pytest.raises(Exception, match="naive"), ledger_db.unit() as s:
         s.execute(Window.__table__.insert(), [window_row()])
         bulk_insert(s, PendingReport.__table__, [pending(0, event_time=datetime(2024, 3, 1))])
 
 
-def test_update_where_ids_counts_only_rows_that_match(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_update_where_ids_counts_only_rows_that_match(ledger_db: Database) -> None:
     table = PendingReport.__table__
     with ledger_db.unit() as s:
         s.execute(Window.__table__.insert(), [window_row()])
@@ -68,7 +69,7 @@ def test_update_where_ids_counts_only_rows_that_match(ledger_db) -> None:  # typ
     assert counts == {"released": 700, "suppressed": 500} and tagged == 500
 
 
-def test_values_present_finds_exactly_the_stored_values(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_values_present_finds_exactly_the_stored_values(ledger_db: Database) -> None:
     table = PendingReport.__table__
     with ledger_db.unit() as s:
         s.execute(Window.__table__.insert(), [window_row()])
@@ -81,7 +82,7 @@ def test_values_present_finds_exactly_the_stored_values(ledger_db) -> None:  # t
         assert values_present(s, table.c.fingerprint, []) == set()
 
 
-def test_value_counts_counts_each_stored_value(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_value_counts_counts_each_stored_value(ledger_db: Database) -> None:
     table = PendingReport.__table__
     with ledger_db.unit() as s:
         s.execute(Window.__table__.insert(), [window_row()])

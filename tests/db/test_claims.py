@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from db import LostClaim, PoolRepository, ReleaseRepository, WindowPolicy
+from db import Database, LostClaim, PoolRepository, ReleaseRepository, WindowPolicy
 from db.models import PendingReport, Release, Window
 from tests.db.test_ledger import NOW, T0, _stored, report, windows
 
@@ -18,7 +18,7 @@ def _at(seconds: float) -> datetime:
     return NOW + timedelta(seconds=seconds)
 
 
-def test_a_renewed_lease_never_expires_and_a_dead_holders_does(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_renewed_lease_never_expires_and_a_dead_holders_does(ledger_db: Database) -> None:
     PoolRepository(ledger_db, WindowPolicy()).ingest([report(i) for i in range(3)], [], NOW)
     (w,) = windows(ledger_db)
     repo = ReleaseRepository(ledger_db)
@@ -34,7 +34,7 @@ def test_a_renewed_lease_never_expires_and_a_dead_holders_does(ledger_db) -> Non
     assert repo.renew("a", [w.id], [], _at(69), LEASE) == ({w.id}, set())  # "a" learns it lost the claim
 
 
-def test_ledger_writes_are_fenced_by_the_claim(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_writes_are_fenced_by_the_claim(ledger_db: Database) -> None:
     PoolRepository(ledger_db, WindowPolicy()).ingest([report(i) for i in range(4)], [], NOW)
     (w,) = windows(ledger_db)
     repo = ReleaseRepository(ledger_db)
@@ -52,7 +52,7 @@ def test_ledger_writes_are_fenced_by_the_claim(ledger_db) -> None:  # type: igno
     assert repo.store(_stored(w.id, ids, fps), "b", _at(12)) is True
 
 
-def test_carried_reports_are_adopted_by_one_closing_window(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_carried_reports_are_adopted_by_one_closing_window(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     repo = ReleaseRepository(ledger_db)
     pool.ingest([report(i) for i in range(3)], [], NOW)
@@ -75,7 +75,7 @@ def test_carried_reports_are_adopted_by_one_closing_window(ledger_db) -> None:  
         assert set(s.execute(select(PendingReport.state)).scalars()) == {"released"}
 
 
-def test_a_failed_holder_gives_its_claim_up_at_once(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_holder_gives_its_claim_up_at_once(ledger_db: Database) -> None:
     PoolRepository(ledger_db, WindowPolicy()).ingest([report(1)], [], NOW)
     (w,) = windows(ledger_db)
     repo = ReleaseRepository(ledger_db)
@@ -86,7 +86,7 @@ def test_a_failed_holder_gives_its_claim_up_at_once(ledger_db) -> None:  # type:
     assert repo.claim_window(w.id, "a", _at(1), LEASE, "reclaimed") is not None
 
 
-def test_store_stamps_the_publish_claim_at_store_time(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_store_stamps_the_publish_claim_at_store_time(ledger_db: Database) -> None:
     """A release that took longer than a lease to compute is not up for grabs the moment it is stored."""
     PoolRepository(ledger_db, WindowPolicy()).ingest([report(i) for i in range(2)], [], NOW)
     (w,) = windows(ledger_db)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from db import PoolRepository, ReleaseRepository, WindowPolicy
+from db import Database, PoolRepository, ReleaseRepository, WindowPolicy
 from db.corrections import preview
 from db.models import Counter, PendingReport
 from tests.db.test_ledger import NOW, report, windows
@@ -24,7 +24,7 @@ def _counters(db) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
         return {(c.kind, c.reason): c.count for c in s.execute(select(Counter)).scalars()}
 
 
-def test_a_correction_replaces_a_pending_report(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_correction_replaces_a_pending_report(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     pool.ingest([report(i) for i in range(5)], [], NOW)
     res = pool.ingest([report(1, offence="Fraud"), report(7), report(7, offence="Arson")], [], NOW)
@@ -36,7 +36,7 @@ def test_a_correction_replaces_a_pending_report(ledger_db) -> None:  # type: ign
     assert (w.count, w.duplicates) == (6, 2)  # one report each, and both corrections tallied on the window
 
 
-def test_a_correction_of_a_report_being_released_is_counted_not_stored(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_correction_of_a_report_being_released_is_counted_not_stored(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     pool.ingest([report(i) for i in range(5)], [], NOW)
     (w,) = windows(ledger_db)
@@ -50,7 +50,7 @@ def test_a_correction_of_a_report_being_released_is_counted_not_stored(ledger_db
     assert _counters(ledger_db)[("correction", "released")] == 1
 
 
-def test_preview_sorts_reports_as_the_ingest_would(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_preview_sorts_reports_as_the_ingest_would(ledger_db: Database) -> None:
     PoolRepository(ledger_db, WindowPolicy()).ingest([report(i) for i in range(3)], [], NOW)
     items = [report(0), report(1, offence="Fraud"), report(2, t=NOW, offence="Fraud"), report(9)]
     with ledger_db.read() as s:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from db import budget
+from db import Database, budget
 from db.dp_policy import PolicyMismatch, PolicyTerms, add_feed, check_policy, ensure_policy, read_policy, set_cap
 from db.models import AuditEntry
 
 TERMS = PolicyTerms("station-day", 10.0, 1.5, 1e-6, 1.0, ("default",))
 
 
-def test_recorded_once_then_every_disagreement_is_refused(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_recorded_once_then_every_disagreement_is_refused(ledger_db: Database) -> None:
     with ledger_db.read() as s:
         assert read_policy(s) is None
     with ledger_db.unit() as s:
@@ -31,7 +31,7 @@ def test_recorded_once_then_every_disagreement_is_refused(ledger_db) -> None:  #
     assert actions == ["dp-policy-recorded"]
 
 
-def test_caps_and_feeds_change_only_by_audited_commands(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_caps_and_feeds_change_only_by_audited_commands(ledger_db: Database) -> None:
     with ledger_db.unit() as s:
         ensure_policy(s, TERMS, ("default",), actor="first")
         budget.charge(s, ["station:S1/day:2024-01-01", "station:S2/day:2024-01-01"], 1.5, TERMS.cap_rho,
@@ -52,6 +52,6 @@ def test_caps_and_feeds_change_only_by_audited_commands(ledger_db) -> None:  # t
     check_policy(policy, PolicyTerms("station-day", 12.0, 2.0, 1e-6, 1.0), ("north",))  # agrees now
 
 
-def test_no_policy_no_cap_change(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_no_policy_no_cap_change(ledger_db: Database) -> None:
     with pytest.raises(PolicyMismatch, match="no privacy policy yet"), ledger_db.unit() as s:
         set_cap(s, 12.0, 2.0, actor="ops")

@@ -8,7 +8,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy import select
 
-from db import PoolRepository, Rejection, ReleaseRepository, WindowPolicy
+from db import Database, PoolRepository, Rejection, ReleaseRepository, WindowPolicy
 from db.feeds import feed_of_release, feed_summary
 from db.ledger import due_windows
 from db.models import Counter, DlqEvent, Window
@@ -23,7 +23,7 @@ def _in(feed: str, i: int, station: str = "S1") -> object:
     return replace(r, fingerprint=f"{feed}-{r.fingerprint}"[:64], window_key=f"{feed}/station:{station}")
 
 
-def test_each_feed_sees_only_its_own_windows_and_counters(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_each_feed_sees_only_its_own_windows_and_counters(ledger_db: Database) -> None:
     a, b = WindowPolicy(feed="a"), WindowPolicy(feed="b")
     PoolRepository(ledger_db, a).ingest([_in("a", i) for i in range(3)], [Rejection("S1", "bad-value", "x")], NOW)
     PoolRepository(ledger_db, b).ingest([_in("b", i) for i in range(4)], [], NOW)
@@ -61,7 +61,7 @@ def test_each_feed_sees_only_its_own_windows_and_counters(ledger_db) -> None:  #
     assert [f["feed"] for f in only_b] == ["b"]
 
 
-def test_each_feed_has_its_own_station_registry(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_each_feed_has_its_own_station_registry(ledger_db: Database) -> None:
     assert StationRegistry(ledger_db, "b").add(["S1"], "test", NOW) == ["S1"]
     strict_a = PoolRepository(ledger_db, WindowPolicy(feed="a"), "registered")
     strict_b = PoolRepository(ledger_db, WindowPolicy(feed="b"), "registered")

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
-from db import IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
+from db import Database, IncomingReport, PoolRepository, ReleaseRepository, WindowPolicy
 from db.models import Counter, DlqEvent
-from stream.intake.validate import screen_batch
+from stream.intake.validate import ReportValidator, screen_batch
 from tests.stream.intake.test_guards import CAUSES, KEY, NOW, raw_of
 
 
-def test_ledger_causes_on_postgres_and_sqlite(ledger_db, validator, good) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_causes_on_postgres_and_sqlite(ledger_db: Database, validator: ReportValidator, good: dict) -> None:
     """NUL and overlong station ids crashed the DLQ counter write on PostgreSQL; reused ids were silent."""
     pool = PoolRepository(ledger_db, WindowPolicy(), "registered")
     from db.stations import StationRegistry
@@ -48,7 +48,7 @@ def _incoming(i: int, t: datetime, station: str = "S1", content: str = "a") -> I
                           window_key=f"station:{station}", event_time=t, data={"age": "30"})
 
 
-def test_window_creation_rate_is_bounded_per_key(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_window_creation_rate_is_bounded_per_key(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy(max_new_windows_per_hour=3))
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     res = pool.ingest([_incoming(i, t0 + timedelta(days=i)) for i in range(5)] + [_incoming(9, t0, "S2")], [], NOW)
@@ -60,7 +60,7 @@ def test_window_creation_rate_is_bounded_per_key(ledger_db) -> None:  # type: ig
         assert s.execute(select(func.sum(Counter.count)).where(Counter.reason == "window-rate")).scalar_one() == 2
 
 
-def test_first_sight_registers_and_registered_mode_refuses(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_first_sight_registers_and_registered_mode_refuses(ledger_db: Database) -> None:
     from db.stations import StationRegistry
 
     t0 = datetime(2024, 3, 1, tzinfo=UTC)
@@ -73,7 +73,7 @@ def test_first_sight_registers_and_registered_mode_refuses(ledger_db) -> None:  
     assert strict.ingest([_incoming(4, t0)], [], NOW).refused[0][1] == "unknown-station"
 
 
-def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db: Database) -> None:
     from db.models import PendingReport, Window
     from db.window_state import carry_duplicates, event_span
 
@@ -104,7 +104,7 @@ def test_duplicates_tally_on_the_open_window_and_carry_over(ledger_db) -> None: 
     assert ReleaseRepository(ledger_db).key_tallies(w.key)[0] == 3
 
 
-def test_a_report_the_database_refuses_is_isolated_not_a_failed_batch(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_the_database_refuses_is_isolated_not_a_failed_batch(ledger_db: Database) -> None:
     """The last resort at the ledger: a report whose write fails for a non-transient reason (here a
     value the JSON column cannot serialize) is refused as internal-error; its batch is written."""
     t0 = datetime(2024, 3, 1, 8, tzinfo=UTC)

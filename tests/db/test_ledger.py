@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from db import (
+    Database,
     IncomingReport,
     PoolRepository,
     Rejection,
@@ -37,7 +38,7 @@ def windows(db) -> list[Window]:  # type: ignore[no-untyped-def]
         return list(s.execute(select(Window).order_by(Window.start, Window.seq)).scalars())
 
 
-def test_duplicates_and_corrections_are_counted_not_stored_twice(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_duplicates_and_corrections_are_counted_not_stored_twice(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     first = pool.ingest([report(i) for i in range(10)], [Rejection("S1", "malformed-json", "bad")], NOW)
     assert (first.accepted, first.rejected) == (10, 1)
@@ -53,7 +54,7 @@ def test_duplicates_and_corrections_are_counted_not_stored_twice(ledger_db) -> N
     assert [w.count for w in windows(ledger_db)] == [11]
 
 
-def test_size_cap_opens_next_sequence_window(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_size_cap_opens_next_sequence_window(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy(cap=4))
     pool.ingest([report(i) for i in range(10)], [], NOW)
     ws = windows(ledger_db)
@@ -62,7 +63,7 @@ def test_size_cap_opens_next_sequence_window(ledger_db) -> None:  # type: ignore
     assert set(due) == {ws[0].id, ws[1].id}  # full windows close; the partial one waits
 
 
-def test_late_report_goes_to_its_own_event_time_window_never_dropped(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_late_report_goes_to_its_own_event_time_window_never_dropped(ledger_db: Database) -> None:
     policy = WindowPolicy(size_s=86_400, lateness_s=3_600)
     pool = PoolRepository(ledger_db, policy)
     pool.ingest([report(1, t=T0), report(2, t=T0 + timedelta(days=1))], [], NOW)
@@ -81,7 +82,7 @@ def test_late_report_goes_to_its_own_event_time_window_never_dropped(ledger_db) 
             PendingReport.fingerprint == report(3).fingerprint)).scalar_one() == day1.id
 
 
-def test_idle_window_is_due(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_idle_window_is_due(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     pool.ingest([report(1)], [], NOW)
     assert due_windows(ledger_db, WindowPolicy(), idle_s=30, now=NOW + timedelta(seconds=10)) == []
@@ -98,7 +99,7 @@ def _stored(window_id: str, ids: list[int], fps: list[str], rid: str = "r-1") ->
         fingerprints=[(fp, None) for fp in fps])
 
 
-def test_claims_and_release_transaction(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_claims_and_release_transaction(ledger_db: Database) -> None:
     pool = PoolRepository(ledger_db, WindowPolicy())
     repo = ReleaseRepository(ledger_db)
     pool.ingest([report(i) for i in range(6)], [], NOW)
@@ -140,7 +141,7 @@ def test_window_start_contains_event(t: datetime, size: int) -> None:
     assert start.tzinfo is not None
 
 
-def test_paused_station_windows_do_not_close(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_paused_station_windows_do_not_close(ledger_db: Database) -> None:
     from db.models import StationControl
 
     pool = PoolRepository(ledger_db, WindowPolicy())

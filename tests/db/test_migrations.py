@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 import sqlalchemy as sa
 
 import migrations
@@ -37,7 +40,7 @@ def test_upgrade_check_downgrade_upgrade(db_url: str) -> None:
     migrations.check(db_url)
 
 
-def test_migrate_cli_and_settings_url(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_migrate_cli_and_settings_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from stream.cli.main import main
 
     url = f"sqlite:///{tmp_path / 'cli.db'}"

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from db import PoolRepository, ReleaseConflict, ReleaseRepository, WindowPolicy
+from db import Database, PoolRepository, ReleaseConflict, ReleaseRepository, WindowPolicy
 from tests.db.test_ledger import NOW, T0, _stored, report, windows
 
 
@@ -16,7 +16,7 @@ def _with_content(i: int, content: str, t=T0):  # type: ignore[no-untyped-def]
     return dataclasses.replace(report(i, t=t), content_fp=content.ljust(64, "0"))
 
 
-def test_counts_per_content_and_per_arrival_window(ledger_db) -> None:  # type: ignore[no-untyped-def]
+def test_counts_per_content_and_per_arrival_window(ledger_db: Database) -> None:
     pool, repo = PoolRepository(ledger_db, WindowPolicy()), ReleaseRepository(ledger_db)
     c, d = "c".ljust(64, "0"), "d".ljust(64, "0")
     pool.ingest([_with_content(i, "c") for i in range(3)] + [_with_content(3, "d")], [], NOW)

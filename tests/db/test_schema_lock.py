@@ -4,6 +4,7 @@ SQLite connections run ``synchronous=FULL``."""
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -59,7 +60,7 @@ def test_new_ledger_migrated_once_by_processes_at_once(db_url: str) -> None:
     migrations.check(db_url)
 
 
-def test_sqlite_lock_file_beside_the_ledger(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_sqlite_lock_file_beside_the_ledger(tmp_path: Path) -> None:
     """The SQLite lock is a file beside the database (the folder is created), readable by its owner only."""
     url = f"sqlite:///{tmp_path / 'sub' / 'new.db'}"
     migrations.upgrade(url)
@@ -68,7 +69,7 @@ def test_sqlite_lock_file_beside_the_ledger(tmp_path) -> None:  # type: ignore[n
     assert migrations.current(url) == _head()
 
 
-def test_sqlite_synchronous_full(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_sqlite_synchronous_full(tmp_path: Path) -> None:
     """A fresh connection of a SQLite ledger (write and read engines) reads back ``synchronous`` = 2 (FULL)."""
     from db import Database
 
