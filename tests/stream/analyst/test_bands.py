@@ -40,7 +40,7 @@ def counted(*args: object, **kwargs: object) -> Bands:
     return bands
 
 
-def test_decades_match_the_typed_bounds(release) -> None:  # type: ignore[no-untyped-def]
+def test_decades_match_the_typed_bounds(release: tuple[pd.DataFrame, dict]) -> None:
     table, codebook = release
     bands = counted(table, "age", "band of width 10", codebook)
     lo, hi = table["age_lo"], table["age_hi"]
@@ -52,7 +52,7 @@ def test_decades_match_the_typed_bounds(release) -> None:  # type: ignore[no-unt
     assert firsts == list(range(firsts[0], firsts[-1] + 1, 10))  # every decade between, in order
 
 
-def test_tree_level_agrees_with_the_region_column(release) -> None:  # type: ignore[no-untyped-def]
+def test_tree_level_agrees_with_the_region_column(release: tuple[pd.DataFrame, dict]) -> None:
     table, codebook = release
     bands = counted(table, "suburb", "region", codebook)
     regions = table["suburb_region"].dropna().value_counts()
@@ -61,7 +61,7 @@ def test_tree_level_agrees_with_the_region_column(release) -> None:  # type: ign
     assert len(bands.counts) == 8  # every region of the spec, empty ones included
 
 
-def test_read_codebook_from_a_folder_and_errors(release, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_read_codebook_from_a_folder_and_errors(release: tuple[pd.DataFrame, dict], tmp_path: Path) -> None:
     table, codebook = release
     (tmp_path / "r-1.codebook.json").write_text(json.dumps(codebook))
     (tmp_path / "sub").mkdir()
@@ -99,7 +99,7 @@ def _consumed_folder(tmp_path: Path) -> Path:
     return out
 
 
-def test_readme_analyst_example_runs(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_readme_analyst_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
     section = readme[readme.index("them and count at one level of the spec's hierarchy"):]
     code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
@@ -116,7 +116,7 @@ def test_readme_analyst_example_runs(tmp_path, capsys) -> None:  # type: ignore[
     assert utility["resolved"].between(0, 1).all()
 
 
-def test_a_large_table_rolls_up_through_its_typed_columns(release) -> None:  # type: ignore[no-untyped-def]
+def test_a_large_table_rolls_up_through_its_typed_columns(release: tuple[pd.DataFrame, dict]) -> None:
     table, codebook = release
     small = {**codebook["qis"]["suburb"], "grid": {**codebook["qis"]["suburb"]["grid"], "rows": None}}
     large = {**codebook, "qis": {**codebook["qis"], "suburb": small}}  # as a table over MAX_TABLE_ROWS travels

@@ -75,7 +75,8 @@ def _rewrite(path: Path, fmt: str, change: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
-def test_an_untouched_release_checks_in_every_format(tmp_path: Path, fmt: str, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_untouched_release_checks_in_every_format(tmp_path: Path, fmt: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     out, _ = _written(tmp_path, fmt)
     assert [(r.release_id, r.ok, r.rows) for r in check_releases(out, KEY.public_key())] == [
         ("r-other", True, 4), ("r-target", True, 4)]
@@ -87,7 +88,7 @@ def test_an_untouched_release_checks_in_every_format(tmp_path: Path, fmt: str, c
 @pytest.mark.parametrize("change", ["value", "row", "order"])
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "jsonl"])
 def test_one_changed_value_row_or_order_fails_and_names_the_release(tmp_path: Path, fmt: str, change: str,
-                                                                    capsys) -> None:  # type: ignore[no-untyped-def]
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out, target = _written(tmp_path, fmt)
     _rewrite(target, fmt, change)
     assert main(["releases", "check", str(out), "--public-key", PUBLIC]) == 1
@@ -102,7 +103,7 @@ def test_one_changed_value_row_or_order_fails_and_names_the_release(tmp_path: Pa
     assert len(read_releases(out)) in (7, 8)  # without verify it still reads
 
 
-def test_an_altered_manifest_or_a_missing_one_fails(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_altered_manifest_or_a_missing_one_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, target = _written(tmp_path, "csv")
     manifest = target.parent / "_r-target.manifest.json"
     doc = json.loads(manifest.read_text())

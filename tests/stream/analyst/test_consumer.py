@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
@@ -50,7 +51,7 @@ def test_incomplete_or_tampered_release_is_not_complete() -> None:
     assert list(asm.complete()) == []  # checksum does not match
 
 
-def test_csv_written_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_csv_written_once(tmp_path: Path) -> None:
     manifest, msgs = _release("r-c", 5)
     random.Random(1).shuffle(msgs)
     ordered = sorted(msgs, key=lambda m: m["seq"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -24,7 +26,7 @@ def _manifest(rid: str, tables: list[CountTable], refused: dict | None = None) -
                                  "blocks": []})
 
 
-def test_consume_writes_the_sidecar_and_read_counts_loads_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_consume_writes_the_sidecar_and_read_counts_loads_it(tmp_path: Path) -> None:
     assert reexported is read_counts
     m = _manifest("r1", [OFFENCE, REGION])
     data = write_release(tmp_path, m, [{"release_id": "r1", "seq": 0, "values": {"class_id": 1, "sex": "F"}}],
@@ -43,13 +45,13 @@ def test_consume_writes_the_sidecar_and_read_counts_loads_it(tmp_path) -> None: 
     pd.testing.assert_frame_equal(read_counts(data, by=("offence",)), only)  # from the release's data file
 
 
-def test_read_counts_of_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_read_counts_of_nothing(tmp_path: Path) -> None:
     assert read_counts(tmp_path).empty
     with pytest.raises(FileNotFoundError):
         read_counts(tmp_path / "missing")
 
 
-def test_read_counts_consistent_view(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_read_counts_consistent_view(tmp_path: Path) -> None:
     """The default is the published (unbiased, possibly negative) counts; the consistent view makes each
     release's tables agree on their shared margin, non-negative and whole."""
     offence = CountTable(by=("offence",), groups=(("Theft",), ("Robbery",)), counts=(14, -3), ci95=5.0,

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from core.generators.crime import generate_crime_reports
+from stream.testing.services import PostgresServer
 from stream.worker.sampling import publish_order
 from tests.stream.cli.test_anonymize import assert_one_line_error, cli
 
@@ -24,7 +25,7 @@ def _write(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-def test_output_order_is_independent_of_input_order(day, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_output_order_is_independent_of_input_order(day: pd.DataFrame, tmp_path: Path) -> None:
     by_id = _write(day.sort_values("report_id"), tmp_path / "by_id.csv")
     by_offence = _write(day.sort_values(["offence", "age", "report_id"], ascending=False), tmp_path / "by_off.csv")
     outs = []
@@ -39,7 +40,7 @@ def test_output_order_is_independent_of_input_order(day, tmp_path) -> None:  # t
     assert list(outs[0]["offence"]) != list(day.sort_values("report_id")["offence"])
 
 
-def test_default_order_seed_is_private_and_reported(day, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_default_order_seed_is_private_and_reported(day: pd.DataFrame, tmp_path: Path) -> None:
     src = _write(day, tmp_path / "d.csv")
     runs = []
     for i in range(2):
@@ -55,7 +56,7 @@ def test_default_order_seed_is_private_and_reported(day, tmp_path) -> None:  # t
     assert str(ra["order_seed"]) not in (tmp_path / "o0.csv").read_text()
 
 
-def test_keep_order_warns_and_keeps_input_order(day, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_keep_order_warns_and_keeps_input_order(day: pd.DataFrame, tmp_path: Path) -> None:
     src = _write(day, tmp_path / "d.csv")
     out = tmp_path / "o.csv"
     proc = cli("anonymize", str(src), "--spec", "crime", "--engine", "kmember", "-k", "5", "--keep-order",
@@ -65,7 +66,7 @@ def test_keep_order_warns_and_keeps_input_order(day, tmp_path) -> None:  # type:
     assert list(pd.read_csv(out, dtype=str)["offence"]) == list(day["offence"])
 
 
-def test_without_ledger_the_warning_appears_once_and_names_engines(day, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_without_ledger_the_warning_appears_once_and_names_engines(day: pd.DataFrame, tmp_path: Path) -> None:
     src = _write(day, tmp_path / "d.csv")
     proc = cli("anonymize", str(src), "--spec", "crime", "--engine", "mondrian", "-k", "5")
     assert proc.returncode == 0, proc.stderr
@@ -73,7 +74,7 @@ def test_without_ledger_the_warning_appears_once_and_names_engines(day, tmp_path
     assert len(lines) == 1 and "kmember" in lines[0] and "ils" in lines[0]
 
 
-def test_ledger_excludes_rekeyed_copies_and_records_releases(day, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_excludes_rekeyed_copies_and_records_releases(day: pd.DataFrame, tmp_path: Path) -> None:
     ledger = tmp_path / "var" / "ledger.db"
     first = _write(day, tmp_path / "day1.csv")
     other = generate_crime_reports(np.random.default_rng(12), per_day=200, start="2024-01-02", prefix="T")
@@ -96,7 +97,8 @@ def test_ledger_excludes_rekeyed_copies_and_records_releases(day, tmp_path) -> N
 
 
 @pytest.mark.postgres
-def test_ledger_on_postgresql_needs_migrations(day, tmp_path, pg, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_on_postgresql_needs_migrations(day: pd.DataFrame, tmp_path: Path, pg: PostgresServer,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import migrations
 
     # a ledger URL has no folder to keep the fingerprint key beside: it goes to the data dir (./var of the
@@ -119,7 +121,7 @@ def test_publish_order_ignores_the_order_rows_come_in() -> None:
     assert publish_order(rows, 9, lead=1) != publish_order(rows, 10, lead=1)
 
 
-def test_ledger_without_report_ids_counts_identical_rows_as_occurrences(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ledger_without_report_ids_counts_identical_rows_as_occurrences(tmp_path: Path) -> None:
     """A census-like file (no report id, station or time): identical rows are different people and are all
     released; a second run of the same file releases nothing."""
     from tests.stream.cli.test_anonymize import SPEC

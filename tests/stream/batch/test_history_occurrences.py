@@ -34,7 +34,7 @@ def _run(src: Path, spec: Path, ledger: Path, tmp_path: Path) -> tuple[dict, str
     return json.loads(rep.read_text()), proc.stderr
 
 
-def test_overlapping_exports_in_two_layouts_release_no_shared_report_twice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_overlapping_exports_in_two_layouts_release_no_shared_report_twice(tmp_path: Path) -> None:
     spec, ledger = tmp_path / "arrests.toml", tmp_path / "ledger.db"
     spec.write_text(ARRESTS_SPEC)
     a, b, picks = overlapping_exports(seed=11, n=160, co=24, shared=70, fresh=90, days=3,

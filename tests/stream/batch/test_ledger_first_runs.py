@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+from pathlib import Path
 from typing import Any
 
 PROCESSES = 5
@@ -27,7 +28,7 @@ def _open(target: str, barrier: Any, results: Any) -> None:
         results.put((f"{type(exc).__name__}: {exc}", ""))
 
 
-def test_first_runs_at_once_open_one_new_ledger(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_first_runs_at_once_open_one_new_ledger(tmp_path: Path) -> None:
     import migrations
     from stream.batch.history import ledger_url
 

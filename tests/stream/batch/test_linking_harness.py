@@ -25,7 +25,7 @@ def days():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(autouse=True)
-def _key(monkeypatch):  # type: ignore[no-untyped-def]
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", KEY)
 
 

@@ -51,7 +51,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], fragment: str)
     assert "Traceback" not in proc.stderr
 
 
-def test_anonymize_writes_rows_and_report(tiny, tmp_path):
+def test_anonymize_writes_rows_and_report(tiny: tuple[Path, Path], tmp_path: Path) -> None:
     spec, data = tiny
     out, report = tmp_path / "out.csv", tmp_path / "report.json"
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "4", "-l", "2",
@@ -87,14 +87,14 @@ def test_anonymize_writes_rows_and_report(tiny, tmp_path):
     assert rep["codebook"]["utility"].startswith("Preserves")
 
 
-def test_unknown_column_in_spec(tiny, tmp_path):
+def test_unknown_column_in_spec(tiny: tuple[Path, Path], tmp_path: Path) -> None:
     spec, data = tiny
     spec.write_text(SPEC.replace('name = "colour"', 'name = "favourite"'))
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)),
                           "lacks column(s) named in the spec: 'favourite'")
 
 
-def test_value_missing_from_hierarchy(tiny):
+def test_value_missing_from_hierarchy(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     df = pd.read_csv(data)
     df.loc[3, "colour"] = "purple"
@@ -102,7 +102,7 @@ def test_value_missing_from_hierarchy(tiny):
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)), "not in its hierarchy: 'purple'")
 
 
-def test_text_in_numeric_qi(tiny):
+def test_text_in_numeric_qi(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     df = pd.read_csv(data, dtype=str)
     df.loc[5, "age"] = "forty"
@@ -110,43 +110,43 @@ def test_text_in_numeric_qi(tiny):
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)), "non-numeric values: 'forty'")
 
 
-def test_k_larger_than_rows(tiny):
+def test_k_larger_than_rows(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec), "-k", "50"),
                           "k=50 exceeds the number of rows (40)")
 
 
-def test_empty_input(tiny):
+def test_empty_input(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     data.write_text("name,age,colour,offence\n")
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec)), "input is empty")
 
 
-def test_unknown_engine_lists_valid_ones(tiny):
+def test_unknown_engine_lists_valid_ones(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "magic")
     assert_one_line_error(proc, "unknown engine 'magic'; valid engines: optimal")
     assert "mondrian" in proc.stderr
 
 
-def test_bad_engine_parameter_is_named(tiny):
+def test_bad_engine_parameter_is_named(tiny: tuple[Path, Path]) -> None:
     spec, data = tiny
     assert_one_line_error(cli("anonymize", str(data), "--spec", str(spec), "--max-suppression", "1.5"),
                           "parameter 'max_suppression'")
 
 
-def test_engines_lists_parameters_and_defaults():
+def test_engines_lists_parameters_and_defaults() -> None:
     proc = cli("engines")
     assert proc.returncode == 0
     assert "optimal:" in proc.stdout and "--param max_suppression=0.0" in proc.stdout
 
 
-def test_help_teaches():
+def test_help_teaches() -> None:
     proc = cli("anonymize", "--help")
     assert proc.returncode == 0 and "Examples:" in proc.stdout and "--max-suppression" in proc.stdout
 
 
-def test_adult_uci_spec_reads_headerless_file(tmp_path):
+def test_adult_uci_spec_reads_headerless_file(tmp_path: Path) -> None:
     data = shared("adult-uci", "adult.data")
     head = tmp_path / "head.data"
     with data.open() as f:
@@ -158,7 +158,7 @@ def test_adult_uci_spec_reads_headerless_file(tmp_path):
     assert "fnlwgt" not in out.columns and out["age"].str.startswith("[").any()
 
 
-def test_anonymize_out_neutralizes_formula_cells(tiny, tmp_path):
+def test_anonymize_out_neutralizes_formula_cells(tiny: tuple[Path, Path], tmp_path: Path) -> None:
     spec, _ = tiny
     data = tmp_path / "formulas.csv"
     rows = [{"name": f"p{i}", "age": 20 + i % 30, "colour": ["red", "orange", "blue", "green"][i % 4],

@@ -33,8 +33,8 @@ name = "offence"
 @pytest.mark.parametrize("bands", ["nested", "free"])
 @pytest.mark.parametrize("fmt", ["us", "day-first"])
 @pytest.mark.parametrize("engine", ["kmember", "lgreedy", "ils"])
-def test_range_engines_release_declared_date_formats_verified(tmp_path: Path, capsys, engine: str,  # type: ignore[no-untyped-def]
-                                                              fmt: str, bands: str) -> None:
+def test_range_engines_release_declared_date_formats_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              engine: str, fmt: str, bands: str) -> None:
     rng = np.random.default_rng(3)
     days = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 60, 48), unit="D")
     pattern = {"us": "%m/%d/%Y", "day-first": "%d/%m/%Y"}[fmt]

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
 
-def test_demo_runs_a_day_and_its_releases_load_with_read_releases(tmp_path, monkeypatch,
-                                                                   capsys) -> None:  # type: ignore[no-untyped-def]
+def test_demo_runs_a_day_and_its_releases_load_with_read_releases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The demo exits 0 with every report accounted for, and (issue 17's "done when") its releases, in
     its default folder as Parquet, load with read_releases and group by age_lo/age_hi or suburb_region
     with no further code."""

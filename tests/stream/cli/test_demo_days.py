@@ -8,6 +8,7 @@ import json
 import os
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +30,8 @@ def generated() -> Counter[tuple[str, str]]:
     return out
 
 
-def test_a_three_day_demo_signs_off_as_one_period(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_three_day_demo_signs_off_as_one_period(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
     from stream.testing.reports import spec_ref
 

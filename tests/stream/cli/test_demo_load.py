@@ -52,7 +52,8 @@ def released(folder: Path) -> dict[tuple[str, str, int], int]:
     return out
 
 
-def test_the_demo_releases_the_same_windows_with_a_core_busy(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_demo_releases_the_same_windows_with_a_core_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
     from stream.testing.reports import spec_ref
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from pathlib import Path
 
 import pytest
 
 from stream.cli.main import main
 
 
-def test_an_invalid_setting_names_its_variable_and_value(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_invalid_setting_names_its_variable_and_value(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ANONSTREAM_RELEASE_PROCESSES", "maybe")
     assert main(["run"]) == 2
     err = capsys.readouterr().err.strip()
@@ -18,7 +20,8 @@ def test_an_invalid_setting_names_its_variable_and_value(monkeypatch, capsys) ->
     assert err.startswith("error: invalid setting: ANONSTREAM_RELEASE_PROCESSES:") and "'maybe'" in err
 
 
-def test_an_unknown_engine_is_one_line_before_anything_starts(monkeypatch, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_engine_is_one_line_before_anything_starts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ANONSTREAM_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANONSTREAM_ENGINE", "cg-kanonn")
     assert main(["run"]) == 2
@@ -27,7 +30,7 @@ def test_an_unknown_engine_is_one_line_before_anything_starts(monkeypatch, tmp_p
     assert captured.out == "" and not (tmp_path / "home").exists()  # no broker, no ledger, no announcement
 
 
-def test_an_unknown_engine_of_a_feed_names_the_feed(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_engine_of_a_feed_names_the_feed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pipelines = tmp_path / "pipelines.toml"
     pipelines.write_text('[[feed]]\nname = "a"\ninput = "in.a"\nspec = "crime"\nengine = "mondrain"\n'
                          'outputs = { records = "a.r", releases = "a.m", dlq = "a.d" }\n')
@@ -41,7 +44,8 @@ def test_an_unknown_engine_of_a_feed_names_the_feed(tmp_path, capsys) -> None:  
     assert len(err.splitlines()) == 1 and "feed[1].engine: unknown engine 'mondrain'" in err  # not the port
 
 
-def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("ANONSTREAM_MODE", "production")
     monkeypatch.setenv("ANONSTREAM_K", "0")
     monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", "s3cret-value")
@@ -51,7 +55,8 @@ def test_an_invalid_secret_is_named_but_never_echoed(monkeypatch, capsys) -> Non
 
 
 @pytest.mark.parametrize(("line", "says"), [("not json", "not valid JSON"), ("[1, 2]", "a JSON list")])
-def test_a_bad_json_line_stops_the_push_naming_the_line(tmp_path, capsys, line: str, says: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_bad_json_line_stops_the_push_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str,
+                                                        says: str) -> None:
     path = tmp_path / "reports.jsonl"
     path.write_text('{"report_id": "r1", "station_id": "S1"}\n\n' + line + "\n")
     # an unreachable broker: the file is rejected before anything would be sent

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from stream.cli.main import main
 from tests.conftest import shared
@@ -10,7 +13,7 @@ from tests.conftest import shared
 QIS = "age,workclass,education,marital-status,race,sex,native-country"
 
 
-def test_front_prints_table_and_writes_png_and_json(tmp_path, capsys):
+def test_front_prints_table_and_writes_png_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = shared("adult", "adult.csv")
     png, out = tmp_path / "front.png", tmp_path / "front.json"
     code = main(["front", str(data), "--spec", "adult", "--sensitive", "occupation", "--qis", QIS,
@@ -26,7 +29,7 @@ def test_front_prints_table_and_writes_png_and_json(tmp_path, capsys):
     assert all(set(m) >= {"levels", "k", "l", "CM", "GLM"} for m in doc["front"])
 
 
-def test_front_with_unsatisfiable_policy_exits_2(capsys):
+def test_front_with_unsatisfiable_policy_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     data = shared("adult", "adult.csv")
     code = main(["front", str(data), "--spec", "adult", "--sensitive", "occupation", "--iterations", "1",
                  "--population", "4", "--select", "min GLM where k >= 99999999"])
@@ -35,7 +38,7 @@ def test_front_with_unsatisfiable_policy_exits_2(capsys):
     assert "no front member satisfies" in err and "closest:" in err
 
 
-def test_front_rejects_unknown_objective(capsys):
+def test_front_rejects_unknown_objective(capsys: pytest.CaptureFixture[str]) -> None:
     data = shared("adult", "adult.csv")
     assert main(["front", str(data), "--spec", "adult", "--objectives", "k,precision"]) == 2
     assert "unknown quality index 'precision'" in capsys.readouterr().err

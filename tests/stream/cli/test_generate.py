@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from stream.io.tables import read_table
 from tests.conftest import shared
 
 
-def test_generate_jsonl_is_deterministic_and_reads_back(tmp_path, capsys):
+def test_generate_jsonl_is_deterministic_and_reads_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "reports.jsonl"
     args = ["generate", "crime-reports", "--stations", "2", "--days", "2", "--per-day", "60", "--seed", "1"]
     assert main([*args, "--out", str(out)]) == 0
@@ -35,7 +36,7 @@ def test_generate_jsonl_is_deterministic_and_reads_back(tmp_path, capsys):
     assert encode(frame, load_schema("crime")).n == 240
 
 
-def test_generate_csv_matches_jsonl(tmp_path):
+def test_generate_csv_matches_jsonl(tmp_path: Path) -> None:
     base = ["generate", "crime-reports", "--per-day", "50", "--seed", "9"]
     assert main([*base, "--out", str(tmp_path / "r.csv")]) == 0
     assert main([*base, "--out", str(tmp_path / "r.jsonl")]) == 0
@@ -46,7 +47,7 @@ def test_generate_csv_matches_jsonl(tmp_path):
     assert csv["postcode"].str.fullmatch(r"\d{4}").all()
 
 
-def test_generate_bad_output_is_a_one_line_error(tmp_path, capsys):
+def test_generate_bad_output_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["generate", "crime-reports", "--per-day", "5", "--out", str(tmp_path / "r.txt")]) == 2
     assert "--out must end in .jsonl" in capsys.readouterr().err
     assert main(["generate", "crime-reports", "--stations", "0", "--out", str(tmp_path / "r.csv")]) == 2
@@ -54,7 +55,7 @@ def test_generate_bad_output_is_a_one_line_error(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
-def test_nypd_spec_covers_every_offence_and_anonymizes():
+def test_nypd_spec_covers_every_offence_and_anonymizes() -> None:
     path = shared("nypd-arrests-queens-2021", "nypd_arrests_queens_2021.csv")
     df = read_table(path)
     schema = load_schema("nypd")
@@ -79,7 +80,7 @@ def test_nypd_spec_covers_every_offence_and_anonymizes():
 
 
 @pytest.mark.parametrize("spec", ["crime", "nypd"])
-def test_bundled_specs_name_their_stream_columns(spec):
+def test_bundled_specs_name_their_stream_columns(spec: str) -> None:
     s = load_schema(spec).spec
     assert s.id_column and s.station_column and s.time_column
     assert s.sensitive is not None and s.sensitive.severity

@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
 import yaml
 
 from stream.cli.main import main
@@ -13,7 +14,8 @@ from stream.config.secrets import weak_key, weak_token
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_init_writes_every_secret_compose_mounts_and_never_overwrites(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_init_writes_every_secret_compose_mounts_and_never_overwrites(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "secrets"
     assert main(["keys", "init", "--secrets-dir", str(folder)]) == 0
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -37,7 +39,8 @@ def test_init_writes_every_secret_compose_mounts_and_never_overwrites(tmp_path: 
                                                                            if k != "grafana_admin_password"}
 
 
-def test_init_tightens_a_loose_folder_and_never_writes_through_a_link(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_init_tightens_a_loose_folder_and_never_writes_through_a_link(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     import os
     import stat
 

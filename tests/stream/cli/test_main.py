@@ -21,7 +21,7 @@ def _run(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           env={**os.environ, **(env or {})})
 
 
-def test_help_imports_no_command_module_and_no_heavy_library():
+def test_help_imports_no_command_module_and_no_heavy_library() -> None:
     proc = _run("import sys\nfrom stream.cli.main import build_parser\ntext = build_parser().format_help()\n"
                 f"print([m for m in {HEAVY!r} if m in sys.modules], 'anonymize' in text, 'warmup' in text)")
     assert proc.stdout.split() == ["[]", "True", "True"]
@@ -33,7 +33,7 @@ def _engines(cache: Path) -> subprocess.CompletedProcess:
     return _run(code, {"ANONSTREAM_CACHE_DIR": str(cache)})
 
 
-def test_engines_listing_is_typeable_and_cached(tmp_path):
+def test_engines_listing_is_typeable_and_cached(tmp_path: Path) -> None:
     first = _engines(tmp_path)
     text = first.stdout.split("HEAVY")[0]
     assert "Literal" not in text and "typing" not in text and "('k'" not in text
@@ -51,7 +51,7 @@ def test_engines_listing_is_typeable_and_cached(tmp_path):
     assert second.stdout.rsplit("HEAVY", 1)[1].split() == ["[]", "0"]  # served from the cache
 
 
-def test_warm_params_cut_every_work_budget_and_lift_the_wall_clock_cap():
+def test_warm_params_cut_every_work_budget_and_lift_the_wall_clock_cap() -> None:
     for name in engine_names():
         budgets = get_engine(name).work_budgets  # declared on the engine class
         params = warm_params(make_params(name, {}), budgets)
@@ -63,7 +63,7 @@ def test_warm_params_cut_every_work_budget_and_lift_the_wall_clock_cap():
             assert params.time_limit == 0 and budgets, name
 
 
-def test_warm_up_runs_on_a_slice_and_leaves_results_unchanged():
+def test_warm_up_runs_on_a_slice_and_leaves_results_unchanged() -> None:
     batch = tiny_batch()
     eng = get_engine("optimal")
     params = make_params(eng, {"k": 2})

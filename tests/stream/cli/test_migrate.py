@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from stream.cli.main import main
 from stream.ops.broker import free_port
 
 
-def test_an_unreachable_database_is_retried_then_one_line_and_exit_3(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_an_unreachable_database_is_retried_then_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("ANONSTREAM_DATABASE_URL", raising=False)
     url = f"postgresql+psycopg2://anonstream@127.0.0.1:{free_port()}/anonstream"  # nothing listens there
     assert main(["migrate", "--database", url, "--wait", "1.5"]) == 3

@@ -76,8 +76,8 @@ def _one_error(capsys: pytest.CaptureFixture[str], *says: str) -> str:
 @pytest.mark.parametrize(("given", "says"), [("folder", "is a folder, not a file"),
                                              ("binary", "is not a text file (binary content)"),
                                              ("missing", "input file not found")])
-def test_an_input_that_is_not_a_table_is_one_line_exit_2(files, capsys, command: str, given: str,  # type: ignore[no-untyped-def]
-                                                         says: str) -> None:
+def test_an_input_that_is_not_a_table_is_one_line_exit_2(files: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                         command: str, given: str, says: str) -> None:
     argv, _option = COMMANDS[command]
     assert main(argv(str(files[given]), str(files["out"]), str(files["spec"]))) == 2
     _one_error(capsys, says, str(files[given]))
@@ -85,8 +85,9 @@ def test_an_input_that_is_not_a_table_is_one_line_exit_2(files, capsys, command:
 
 
 @pytest.mark.parametrize("command", [c for c, (_, option) in COMMANDS.items() if option])
-def test_an_output_whose_folder_does_not_exist_is_one_line_exit_2_before_any_work(files, capsys,  # type: ignore[no-untyped-def]
-                                                                                 command: str) -> None:
+def test_an_output_whose_folder_does_not_exist_is_one_line_exit_2_before_any_work(files: dict[str, Path],
+                                                                                  capsys: pytest.CaptureFixture[str],
+                                                                                  command: str) -> None:
     argv, option = COMMANDS[command]
     assert main(argv(str(files["export"]), str(files["no-folder"]), str(files["spec"]))) == 2
     _one_error(capsys, f"{option} {files['no-folder']}: folder {files['no-folder'].parent} does not exist")
@@ -94,13 +95,14 @@ def test_an_output_whose_folder_does_not_exist_is_one_line_exit_2_before_any_wor
     _one_error(capsys, f"{option} {files['folder']} is a folder; give a file name")
 
 
-def test_generate_checks_its_output_folder_first(files, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_generate_checks_its_output_folder_first(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["generate", "crime-reports", "--per-day", "5", "--out", str(files["no-folder"])]) == 2
     _one_error(capsys, "--out", "does not exist")
 
 
 @pytest.mark.parametrize("command", ["anonymize", "spec check", "risk", "spec draft"])
-def test_a_windows_1252_export_is_read_as_written(files, capsys, command: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_windows_1252_export_is_read_as_written(files: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                  command: str) -> None:
     argv, _option = COMMANDS[command]
     assert main(argv(str(files["export"]), str(files["out"]), str(files["spec"]))) == 0
     err = capsys.readouterr().err
@@ -109,14 +111,16 @@ def test_a_windows_1252_export_is_read_as_written(files, capsys, command: str) -
         assert "Agresión" in files["out"].read_text(encoding="utf-8")  # written back as UTF-8
 
 
-def test_push_reads_a_windows_1252_export_before_it_needs_the_broker(files, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_reads_a_windows_1252_export_before_it_needs_the_broker(files: dict[str, Path],
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     argv, _option = COMMANDS["push"]
     assert main(argv(str(files["export"]), str(files["out"]), str(files["spec"]))) == 3  # read whole, no broker
     err = capsys.readouterr().err
     assert "text read as Windows-1252" in err and "error: broker kafka://127.0.0.1:1 is unreachable" in err
 
 
-def test_a_declared_encoding_the_file_breaks_is_one_line(files, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_declared_encoding_the_file_breaks_is_one_line(files: dict[str, Path],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     files["spec"].write_text(SPEC + '\n[input]\nencoding = "utf-8"\n')
     for command in ("anonymize", "spec check", "risk", "push"):
         argv, _option = COMMANDS[command]
@@ -124,7 +128,8 @@ def test_a_declared_encoding_the_file_breaks_is_one_line(files, capsys) -> None:
         _one_error(capsys, "export.csv, line 2: byte 0xe9 is not UTF-8 text")
 
 
-def test_push_reads_parquet_without_sniffing_its_bytes(files, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_reads_parquet_without_sniffing_its_bytes(files: dict[str, Path],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     import pandas as pd
 
     parquet = files["export"].with_suffix(".parquet")
@@ -158,8 +163,9 @@ def _kinds(tmp_path: Path) -> dict[str, Path]:
 
 
 @pytest.mark.parametrize("command", OUTPUTS)
-def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(files, capsys, tmp_path,  # type: ignore[no-untyped-def]
-                                                                       command: str) -> None:
+def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(files: dict[str, Path],
+                                                                        capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path, command: str) -> None:
     """``--out /dev/null`` never replaces the device (nor a FIFO, nor what a link points to): one line, exit 2."""
     import os
 
@@ -178,7 +184,9 @@ def test_an_output_that_is_not_a_regular_file_is_refused_and_left_alone(files, c
 
 
 @pytest.mark.parametrize("command", ["spec draft", "generate", "anonymize", "anonymize --report"])
-def test_a_link_to_a_file_is_written_through_and_stays_a_link(files, capsys, tmp_path, command: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_link_to_a_file_is_written_through_and_stays_a_link(files: dict[str, Path],
+                                                              capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                              command: str) -> None:
     import os
 
     argv, _option = OUTPUTS[command]
@@ -192,6 +200,6 @@ def test_a_link_to_a_file_is_written_through_and_stays_a_link(files, capsys, tmp
     assert sorted(p.name for p in real.parent.iterdir()) == ["real.csv"]
 
 
-def test_spec_draft_prints_for_an_out_of_dash(files, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_draft_prints_for_an_out_of_dash(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "draft", str(files["export"]), "--out", "-"]) == 0
     assert "[[qi]]" in capsys.readouterr().out and not Path("-").exists()

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from stream.cli.main import main
 from stream.cli.push import PUSH_HELP
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports, spec_ref
 
 
-def test_a_negative_wait_is_a_usage_error(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_negative_wait_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "r.csv"
     path.write_text("report_id\nx\n")
     assert main(["push", str(path), "--wait", "-1", "--broker", "kafka://127.0.0.1:1"]) == 2
@@ -26,7 +28,8 @@ def test_the_help_explains_the_receipt() -> None:
 
 
 @pytest.mark.broker
-def test_a_topic_no_worker_serves_is_pushed_to_with_a_warning(kafka, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_topic_no_worker_serves_is_pushed_to_with_a_warning(kafka: EmbeddedBroker, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     from stream.ops.broker import ensure_topics
 
     topic = f"t{uuid.uuid4().hex[:8]}.reports"
@@ -60,7 +63,8 @@ def _keyed(kafka, topic: str, want: int) -> list[tuple[bytes, dict]]:  # type: i
 
 
 @pytest.mark.broker
-def test_push_names_station_ids_that_are_one_station_and_sends_them_as_one(kafka, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_names_station_ids_that_are_one_station_and_sends_them_as_one(kafka: EmbeddedBroker, tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     from stream.ops.broker import ensure_topics
 
     topic = f"t{uuid.uuid4().hex[:8]}.reports"

@@ -4,19 +4,21 @@ written in the export's encoding, so the fixed file is pushed back exactly like 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from stream.cli.main import main
 from stream.io.text import detect
-from stream.ops.broker import ensure_topics
+from stream.ops.broker import EmbeddedBroker, ensure_topics
 from stream.testing.reports import day_of_reports, spec_ref
 
 pytestmark = [pytest.mark.broker]
 
 
-def test_a_windows_1252_export_is_pushed_and_its_rejects_pushed_back(kafka, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_windows_1252_export_is_pushed_and_its_rejects_pushed_back(kafka: EmbeddedBroker, tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     topic = f"t{uuid.uuid4().hex[:8]}.reports"
     ensure_topics(kafka.bootstrap, {topic: 2})
     rows = day_of_reports(1, 12, seed=5)["S1"]

@@ -15,6 +15,7 @@ import pytest
 
 from core.canonical import canonical_id
 from stream.cli.main import main
+from stream.ops.broker import EmbeddedBroker
 
 SPEC = """\
 name = "mapped"
@@ -72,7 +73,8 @@ def _oracle(rows: list[dict[str, str]], station: str | None) -> tuple[int, int, 
 
 
 @pytest.mark.parametrize("station", [None, "queens-north", "Queens North"])
-def test_spec_check_keys_area_names_by_their_mapped_station(tmp_path: Path, capsys, station: str | None) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_keys_area_names_by_their_mapped_station(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            station: str | None) -> None:
     spec, src, rows = _export(tmp_path, seed=11)
     accepted, mismatch, dupes = _oracle(rows, station)
     assert dupes > 0 and (station is None or mismatch > 0)  # the file exercises both rules
@@ -84,7 +86,8 @@ def test_spec_check_keys_area_names_by_their_mapped_station(tmp_path: Path, caps
 
 @pytest.mark.broker
 @pytest.mark.parametrize("station", [None, "Queens North"])
-def test_push_keys_area_names_by_their_mapped_station(kafka, tmp_path: Path, capsys, station: str | None) -> None:  # type: ignore[no-untyped-def]
+def test_push_keys_area_names_by_their_mapped_station(kafka: EmbeddedBroker, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str], station: str | None) -> None:
     from stream.ops.broker import ensure_topics
 
     topic = f"t{uuid.uuid4().hex[:8]}.reports"

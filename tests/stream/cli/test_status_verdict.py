@@ -50,7 +50,8 @@ def _hold(db: Database) -> None:
                      hold_reason=REASON, count=40, last_input_at=now, closed_at=now))
 
 
-def test_wait_returns_4_at_once_on_a_held_window_with_advice_that_fits(ledger, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_wait_returns_4_at_once_on_a_held_window_with_advice_that_fits(ledger: tuple[str, Database],
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     url, db = ledger
     _beat(db, os.getpid())  # a live worker: this process
     _hold(db)
@@ -62,7 +63,8 @@ def test_wait_returns_4_at_once_on_a_held_window_with_advice_that_fits(ledger, c
     assert "`ANONSTREAM_PRIVACY__K` to at least 5" in out and "restart the worker" in out and "raise k" not in out
 
 
-def test_a_worker_whose_process_is_gone_is_5_at_once_and_a_stopped_one_says_so(ledger, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_worker_whose_process_is_gone_is_5_at_once_and_a_stopped_one_says_so(ledger: tuple[str, Database],
+        capsys: pytest.CaptureFixture[str]) -> None:
     url, db = ledger
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()  # a pid that ran on this host and is gone (its heartbeat row is only seconds old)
@@ -79,7 +81,8 @@ def test_a_worker_whose_process_is_gone_is_5_at_once_and_a_stopped_one_says_so(l
     assert main(["status", "--database", url]) == 0
 
 
-def test_a_broker_that_does_not_answer_is_3_within_seconds(ledger, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_broker_that_does_not_answer_is_3_within_seconds(ledger: tuple[str, Database],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
     url, db = ledger
     _beat(db, os.getpid())
     broker = f"kafka://127.0.0.1:{free_port()}"  # nothing listens there
@@ -90,7 +93,8 @@ def test_a_broker_that_does_not_answer_is_3_within_seconds(ledger, capsys) -> No
     assert out.startswith(f"ACTION NEEDED: broker {broker} does not answer") and "no broker configured" not in out
 
 
-def test_the_broker_the_instance_file_names_is_never_no_broker_configured(ledger, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_broker_the_instance_file_names_is_never_no_broker_configured(ledger: tuple[str, Database], tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     url, db = ledger
     _beat(db, os.getpid())
     broker = f"kafka://127.0.0.1:{free_port()}"

@@ -81,7 +81,7 @@ def test_production_without_a_token_configured_serves_nothing(seeded: Seeded) ->
             assert c.call("GET", path, token="anything")[0] == 403
 
 
-def test_wrong_tokens_are_slowed_down_per_client_and_logged(seeded: Seeded, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_tokens_are_slowed_down_per_client_and_logged(seeded: Seeded, caplog: pytest.LogCaptureFixture) -> None:
     guard = TokenGuard(seeded.settings.with_updates(operator_token=PROD_TOKEN), free=3, base_s=0.0)
     assert [TokenGuard(seeded.settings, free=3, base_s=0.5, cap_s=30).delay_for(n) for n in range(1, 12)] == \
         [0, 0, 0, 0.5, 1, 2, 4, 8, 16, 30, 30]

@@ -30,8 +30,8 @@ def test_embedded_console_on_all_interfaces_needs_a_token(seeded: Seeded) -> Non
         c.close()
 
 
-def test_the_console_command_on_all_interfaces_without_a_token_is_one_error_line(seeded: Seeded, monkeypatch,
-                                                                                 capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_console_command_on_all_interfaces_without_a_token_is_one_error_line(seeded: Seeded,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
 
     for key in ("ANONSTREAM_OPERATOR_TOKEN", "ANONSTREAM_MODE"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from stream.console.budget import counts_section, odometer
+from tests.stream.console.conftest import Console
+from tests.stream.console.seed import Seeded
 
 
 def test_odometer_fills_with_the_share_spent() -> None:
@@ -21,7 +23,7 @@ def test_counts_section_shows_each_cell_with_its_interval() -> None:
     assert counts_section({}) == ""
 
 
-def test_budget_page_and_release_counts_from_the_ledger(console, seeded) -> None:  # type: ignore[no-untyped-def]
+def test_budget_page_and_release_counts_from_the_ledger(console: Console, seeded: Seeded) -> None:
     data = console.get_json("/api/budget")
     blocks = {b["block"] for b in data["blocks"]}
     assert {f"station:{s}/day:2024-03-01" for s in ("S1", "S2", "S3")} <= blocks

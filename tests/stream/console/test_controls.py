@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -127,7 +128,7 @@ def test_no_token_configured_means_read_only(seeded: Seeded) -> None:
         c.close()
 
 
-def test_unmigrated_database_is_503(seeded: Seeded, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_unmigrated_database_is_503(seeded: Seeded, tmp_path: Path) -> None:
     settings = seeded.settings.with_updates(database_url=f"sqlite:///{tmp_path / 'empty.db'}")
     c = Console(settings, broker_timeout_s=1.0)
     try:

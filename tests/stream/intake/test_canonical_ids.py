@@ -29,6 +29,7 @@ from stream.intake.guards import station_ids, valid_station_id
 from stream.intake.validate import Clean, ReportValidator, screen_batch, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import DAY, day_of_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.wire.markers import Marker
 from stream.worker.batches import MarkerIntake
 from stream.worker.release import window_policy
@@ -46,8 +47,8 @@ def _spaced(n: int, zeros: int, left: str, right: str) -> str:
 @given(st.integers(min_value=0, max_value=10**6), st.integers(0, 4), st.sampled_from(["", " ", "  "]),
        st.sampled_from(["", " ", "\t"]), st.integers(min_value=0, max_value=10**9), st.integers(0, 3))
 def test_every_spelling_of_a_station_and_report_id_gives_one_fingerprint_and_window(
-        validator, good, station: int, zeros: int, left: str, right: str, report: int,
-        rzeros: int) -> None:  # type: ignore[no-untyped-def]
+        validator: ReportValidator, good: dict, station: int, zeros: int, left: str, right: str, report: int,
+        rzeros: int) -> None:
     cfg = CFG
     plain = validator.check(good | {"station_id": str(station), "report_id": str(report)})
     spelled = validator.check(good | {"station_id": _spaced(station, zeros, left, right),
@@ -61,7 +62,7 @@ def test_every_spelling_of_a_station_and_report_id_gives_one_fingerprint_and_win
     assert a.window_key == f"station:{station}"
 
 
-def test_ids_that_are_not_digits_only_keep_their_zeros_and_case(validator, good) -> None:  # type: ignore[no-untyped-def]
+def test_ids_that_are_not_digits_only_keep_their_zeros_and_case(validator: ReportValidator, good: dict) -> None:
     for raw, canon in (("S08", "S08"), (" s08 ", "s08"), ("08a", "08a"), ("0.8", "0.8")):
         clean = validator.check(good | {"station_id": raw, "report_id": f" R-{raw.strip()} "})
         assert isinstance(clean, Clean) and clean.station_id == canon and clean.report_id == f"R-{raw.strip()}"
@@ -86,7 +87,7 @@ def _messages(rows: list[dict[str, Any]]) -> list[bytes | str | None]:
 
 @pytest.mark.postgres
 def test_two_spellings_of_a_station_share_one_pool_window_series_ledger_and_budget_block(
-        pg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        pg: PostgresServer, tmp_path: Path) -> None:
     db, url = _db(pg, "canon")
     cfg = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=KEY.decode())
     schema = load_schema(cfg.spec)
@@ -125,7 +126,7 @@ def test_two_spellings_of_a_station_share_one_pool_window_series_ledger_and_budg
 
 
 @pytest.mark.postgres
-def test_the_registry_markers_and_controls_take_any_spelling_of_a_station(pg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_registry_markers_and_controls_take_any_spelling_of_a_station(pg: PostgresServer, tmp_path: Path) -> None:
     from stream.console.controls import register_stations, set_paused
 
     db, url = _db(pg, "canonreg")

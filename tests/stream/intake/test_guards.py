@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,7 +63,7 @@ def raw_of(case: str, good: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("case", sorted(CAUSES))
-def test_each_cause_is_dead_lettered_with_its_reason(validator, good, case) -> None:  # type: ignore[no-untyped-def]
+def test_each_cause_is_dead_lettered_with_its_reason(validator: ReportValidator, good: dict, case) -> None:  # type: ignore[no-untyped-def]
     raw = raw_of(case, good)
     out = screen_batch(validator, [raw, json.dumps(good).encode()], KEY, lambda st: f"station:{st}", True, NOW)
     assert [r.reason for r in out.rejections] == [CAUSES[case][1]]
@@ -85,7 +86,8 @@ def test_dead_letters_are_bounded_with_length_and_hash() -> None:
     assert not small["truncated"] and small["payload"] == '{"a": 1}'
 
 
-def test_validation_bugs_become_internal_error_not_a_crash(validator, good, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_validation_bugs_become_internal_error_not_a_crash(validator: ReportValidator, good: dict,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_a: Any) -> None:
         raise ZeroDivisionError("bug")
 
@@ -140,7 +142,8 @@ def messages(draw: Any, good: dict[str, Any]) -> Any:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_screening_never_raises_and_each_message_lands_once(validator, good, data) -> None:  # type: ignore[no-untyped-def]
+def test_screening_never_raises_and_each_message_lands_once(validator: ReportValidator, good: dict,
+                                                            data: st.DataObject) -> None:
     batch = data.draw(st.lists(messages(good), min_size=1, max_size=8))
     out = screen_batch(validator, batch, KEY, lambda st: f"station:{st}", True, NOW)
     assert len(out.accepted) + len(out.rejections) == len(batch)
@@ -157,7 +160,8 @@ def test_screening_never_raises_and_each_message_lands_once(validator, good, dat
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_screen_then_ledger_never_raises_and_accounts_every_message(validator, good, tmp_path, data) -> None:  # type: ignore[no-untyped-def]
+def test_screen_then_ledger_never_raises_and_accounts_every_message(validator: ReportValidator, good: dict,
+                                                                    tmp_path: Path, data: st.DataObject) -> None:
     """Arbitrary messages through screening AND the ledger write (SQLite): each is accepted, a duplicate
     or correction, or dead-lettered, exactly once."""
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
@@ -176,7 +180,7 @@ def test_screen_then_ledger_never_raises_and_accounts_every_message(validator, g
         db.dispose()
 
 
-def test_plausible_range_is_configurable(good) -> None:  # type: ignore[no-untyped-def]
+def test_plausible_range_is_configurable(good: dict) -> None:
     strict = ReportValidator(load_schema(spec_ref()), (), Limits(max_future_s=0, horizon_days=1))
     old = json.dumps(good | {"event_time": "2024-02-01T00:00:00Z"}).encode()
     res = strict.check(old, NOW)
@@ -184,7 +188,7 @@ def test_plausible_range_is_configurable(good) -> None:  # type: ignore[no-untyp
     assert isinstance(strict.check(json.dumps(good | {"event_time": "2024-03-02T11:00:00Z"}).encode(), NOW), Clean)
 
 
-def test_push_of_a_deeply_nested_line_is_one_error_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_of_a_deeply_nested_line_is_one_error_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
 
     path = tmp_path / "deep.jsonl"
@@ -194,7 +198,7 @@ def test_push_of_a_deeply_nested_line_is_one_error_line(tmp_path, capsys) -> Non
     assert err == [f"error: {path}, line 1: JSON nested too deeply"]
 
 
-def test_stations_cli_add_list_remove(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_stations_cli_add_list_remove(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import migrations
     from stream.cli.main import main
 

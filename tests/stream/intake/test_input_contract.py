@@ -6,6 +6,8 @@ The batch path (stream/io/tables.py, `anonstream anonymize`) and the stream vali
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -50,7 +52,7 @@ severity = {{ "Theft" = 1, "Robbery" = 2 }}
 DAYS = ["05/10/2020", "16/08/2020", "01/02/2021", "12/12/2020"]
 
 
-def _spec(tmp_path, fmt: str | None, policy: str = "error"):  # type: ignore[no-untyped-def]
+def _spec(tmp_path: Path, fmt: str | None, policy: str = "error"):  # type: ignore[no-untyped-def]
     path = tmp_path / f"spec-{abs(hash((fmt, policy)))}.toml"
     path.write_text(SPEC.format(fmt=f', format = "{fmt}"' if fmt else "", policy=policy))
     return path
@@ -79,7 +81,8 @@ def _batch_days(spec_path, csv_path) -> list[str]:  # type: ignore[no-untyped-de
     ("day-first", ["2020-10-05", "2020-08-16", "2021-02-01", "2020-12-12"]),
     ("%d/%m/%Y", ["2020-10-05", "2020-08-16", "2021-02-01", "2020-12-12"]),
 ])
-def test_a_day_first_file_is_read_by_its_format_in_batch_and_stream(tmp_path, fmt, expected) -> None:  # type: ignore[no-untyped-def]
+def test_a_day_first_file_is_read_by_its_format_in_batch_and_stream(tmp_path: Path, fmt: str,
+                                                                    expected: list[str]) -> None:
     spec = _spec(tmp_path, fmt)
     csv = tmp_path / "day-first.csv"
     pd.DataFrame(_rows(DAYS)).to_csv(csv, index=False)
@@ -87,7 +90,7 @@ def test_a_day_first_file_is_read_by_its_format_in_batch_and_stream(tmp_path, fm
     assert _stream_days(spec, _rows(DAYS)) == expected
 
 
-def test_a_us_file_is_read_by_its_format_in_batch_and_stream(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_us_file_is_read_by_its_format_in_batch_and_stream(tmp_path: Path) -> None:
     us = ["10/05/2020", "08/16/2020", "02/01/2021", "12/12/2020"]
     spec = _spec(tmp_path, "us")
     csv = tmp_path / "us.csv"
@@ -97,7 +100,7 @@ def test_a_us_file_is_read_by_its_format_in_batch_and_stream(tmp_path) -> None: 
     assert _stream_days(spec, _rows(us)) == expected
 
 
-def test_a_file_mixing_formats_is_refused_naming_the_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_mixing_formats_is_refused_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mixed = ["10/05/2020", "08/16/2020", "16/08/2020", "12/12/2020"]  # line 4 is day-first in a US file
     csv = tmp_path / "mixed.csv"
     pd.DataFrame(_rows(mixed)).to_csv(csv, index=False)
@@ -115,7 +118,7 @@ def test_a_file_mixing_formats_is_refused_naming_the_line(tmp_path, capsys) -> N
         read_for_spec(csv, load_schema(undeclared).spec, load_schema(undeclared))
 
 
-def test_impossible_dates_and_fractional_ages_are_refused_in_batch_and_stream(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_impossible_dates_and_fractional_ages_are_refused_in_batch_and_stream(tmp_path: Path) -> None:
     spec = _spec(tmp_path, "us")
     schema = load_schema(spec)
     rows = _rows(["10/05/2020"] * 3)
@@ -142,7 +145,7 @@ def test_impossible_dates_and_fractional_ages_are_refused_in_batch_and_stream(tm
 
 
 @pytest.mark.parametrize("policy", ["error", "drop", "leaf"])
-def test_missing_values_follow_one_policy_in_batch_and_stream(tmp_path, policy) -> None:  # type: ignore[no-untyped-def]
+def test_missing_values_follow_one_policy_in_batch_and_stream(tmp_path: Path, policy: str) -> None:
     spec = _spec(tmp_path, "us", policy)
     schema = load_schema(spec)
     rows = _rows(["10/05/2020"] * 4)

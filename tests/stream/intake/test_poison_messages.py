@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter as Tally
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from sqlalchemy import func, select
 from db.models import Counter, PendingReport, Watermark, Window
 from db.stations import StationRegistry
 from stream.intake.fingerprints import fingerprint
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 from tests.stream.intake.test_guards import CAUSES, NOW, arbitrary_messages, raw_of
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
@@ -36,7 +39,7 @@ def _production(kafka, pg, workdir, **extra: Any) -> Scenario:  # type: ignore[n
 
 
 @pytest.fixture(scope="module")
-def poisoned(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
+def poisoned(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     sc = _production(kafka, pg, tmp_path_factory.mktemp("poison"))
     StationRegistry(sc.db).add(["S1", "S2"], "test", NOW)
     reports = day_of_reports(2, PER_STATION, seed=21)
@@ -116,7 +119,8 @@ def test_implausible_times_never_move_a_watermark(poisoned) -> None:  # type: ig
 
 
 @pytest.mark.slow
-def test_station_flood_opens_no_windows_and_delays_nothing(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_station_flood_opens_no_windows_and_delays_nothing(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                           tmp_path: Path) -> None:
     """3,000 invented station ids ahead of a registered station's day: each is dead-lettered as
     unknown-station under one counter row, none opens a window or waits in the pool, so the
     registered station's release has exactly the work it has without the flood (the review measured

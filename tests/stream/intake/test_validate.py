@@ -25,7 +25,8 @@ def good() -> list[dict[str, object]]:
     return day_of_reports(2, 60, seed=3)["S1"]
 
 
-def test_generated_reports_are_accepted_and_lose_identifiers(validator, good) -> None:  # type: ignore[no-untyped-def]
+def test_generated_reports_are_accepted_and_lose_identifiers(validator: ReportValidator,
+                                                             good: list[dict[str, object]]) -> None:
     for r in good:
         res = validator.check(json.dumps(r).encode())
         assert isinstance(res, Clean), res
@@ -48,7 +49,7 @@ def test_generated_reports_are_accepted_and_lose_identifiers(validator, good) ->
     (lambda r: json.dumps(r | {"offence": "Jaywalking on Mars"}).encode(), "unknown-offence"),
     (lambda r: json.dumps(r | {"age": {"years": 3}}).encode(), "invalid-value"),
 ])
-def test_rejection_reasons(validator, good, mutate, reason) -> None:  # type: ignore[no-untyped-def]
+def test_rejection_reasons(validator: ReportValidator, good: list[dict[str, object]], mutate, reason: str) -> None:  # type: ignore[no-untyped-def]
     res = validator.check(mutate(good[0]))
     assert isinstance(res, Rejected)
     assert res.reason == reason
@@ -57,7 +58,7 @@ def test_rejection_reasons(validator, good, mutate, reason) -> None:  # type: ig
 
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["suburb", "sex", "reporter"]), st.text(min_size=1, max_size=12))
-def test_unknown_qi_values_never_pass_and_are_not_echoed(validator, good, column, value) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_qi_values_never_pass_and_are_not_echoed(validator: ReportValidator, good: list[dict[str, object]], column, value) -> None:  # type: ignore[no-untyped-def]
     res = validator.check(json.dumps(good[0] | {column: value}).encode())
     if isinstance(res, Clean):  # only a real leaf of the hierarchy passes
         leaves = set(validator.schema.hierarchies[column].encode(

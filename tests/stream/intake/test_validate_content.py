@@ -21,7 +21,7 @@ def _incoming(v: ReportValidator, report: dict[str, str]):  # type: ignore[no-un
     return to_incoming(clean, b"key", f"station:{clean.station_id}", False)
 
 
-def test_one_report_in_two_layouts_has_one_content(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_one_report_in_two_layouts_has_one_content(tmp_path: Path) -> None:
     v = _validator(tmp_path)
     a, b, picks = overlapping_exports(seed=2)
     for k, i in enumerate(picks):  # b[k] is a[i] written 6/1/2020, m, 044 under another arrest key
@@ -31,7 +31,7 @@ def test_one_report_in_two_layouts_has_one_content(tmp_path) -> None:  # type: i
         assert first.data != again.data  # the values are kept as written; only the fingerprint is canonical
 
 
-def test_co_offenders_share_a_content_and_other_reports_do_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_co_offenders_share_a_content_and_other_reports_do_not(tmp_path: Path) -> None:
     v = _validator(tmp_path)
     a, _, _ = overlapping_exports(seed=2, n=30, co=5)
     fps = [_incoming(v, r).content_fp for r in a]
@@ -40,7 +40,7 @@ def test_co_offenders_share_a_content_and_other_reports_do_not(tmp_path) -> None
     assert _incoming(v, older).content_fp != fps[0]
 
 
-def test_content_fields_are_canonical(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_content_fields_are_canonical(tmp_path: Path) -> None:
     v = _validator(tmp_path)
     clean = v.check({"arrest_key": "1", "arrest_date": "6/7/2020", "precinct": "101", "age": "030",
                      "sex": "m", "offence": " Robbery "})

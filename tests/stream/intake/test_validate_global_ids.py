@@ -4,6 +4,7 @@ the same id from two stations is one report in the ledger; per station (the defa
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -15,13 +16,14 @@ from stream.config.settings import Settings
 from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema, resolve_spec_path
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import window_policy
 
 KEY = b"global-ids-key"
 
 
 @pytest.fixture(scope="module")
-def global_spec(tmp_path_factory) -> str:  # type: ignore[no-untyped-def]
+def global_spec(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("spec") / "crime-global.toml"
     text = resolve_spec_path(spec_ref()).read_text()
     path.write_text(text.replace('id_column = "report_id"', 'id_column = "report_id"\nid_scope = "global"'))
@@ -34,7 +36,7 @@ def _twins() -> list[dict[str, object]]:
     return [first, second | {"station_id": "S2", "report_id": first["report_id"]}]
 
 
-def test_the_report_fingerprint_ignores_the_station_only_for_global_ids(global_spec) -> None:  # type: ignore[no-untyped-def]
+def test_the_report_fingerprint_ignores_the_station_only_for_global_ids(global_spec: str) -> None:
     for spec, same in ((spec_ref(), False), (global_spec, True)):
         validator = ReportValidator(load_schema(spec))
         cleans = [validator.check(dict(r)) for r in _twins()]
@@ -44,7 +46,8 @@ def test_the_report_fingerprint_ignores_the_station_only_for_global_ids(global_s
 
 
 @pytest.mark.postgres
-def test_the_ledger_refuses_a_department_wide_id_sent_again_by_another_station(pg, tmp_path, global_spec) -> None:  # type: ignore[no-untyped-def]
+def test_the_ledger_refuses_a_department_wide_id_sent_again_by_another_station(pg: PostgresServer, tmp_path: Path,
+                                                                               global_spec: str) -> None:
     now = datetime(2030, 1, 1, tzinfo=UTC)
     for spec, held in ((spec_ref(), 2), (global_spec, 1)):
         url = pg.create_database("globalids")

@@ -3,6 +3,8 @@ of them, times of day included) exactly as the batch reader does, through core/c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from core.encoding import encode
@@ -41,7 +43,7 @@ def _rows(days: list[str], dob: str = "1990-01-31") -> list[dict[str, str]]:
              "sex": "FM"[i % 2], "offence": "Theft"} for i, d in enumerate(days)]
 
 
-def _both(tmp_path, fmt: str, days: list[str]) -> tuple[list[str], list[Clean | Rejected]]:  # type: ignore[no-untyped-def]
+def _both(tmp_path: Path, fmt: str, days: list[str]) -> tuple[list[str], list[Clean | Rejected]]:
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(fmt=fmt))
     schema = load_schema(spec)
@@ -52,7 +54,7 @@ def _both(tmp_path, fmt: str, days: list[str]) -> tuple[list[str], list[Clean | 
     return list(qi.labels[0][qi.codes]), [validator.check(dict(r)) for r in _rows(days)]
 
 
-def test_an_export_mixing_time_layouts_is_read_whole_in_batch_and_stream(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_export_mixing_time_layouts_is_read_whole_in_batch_and_stream(tmp_path: Path) -> None:
     batch, stream = _both(tmp_path, '"us"', NYPD)
     assert batch == ["2024-01-08", "2024-02-13", "2024-02-13", "2024-12-31"]
     assert all(isinstance(c, Clean) for c in stream), stream
@@ -62,14 +64,14 @@ def test_an_export_mixing_time_layouts_is_read_whole_in_batch_and_stream(tmp_pat
     assert [t[:10] for t in times] == batch
 
 
-def test_a_list_of_layouts_reads_each_value_by_the_layout_that_fits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_list_of_layouts_reads_each_value_by_the_layout_that_fits(tmp_path: Path) -> None:
     days = ["2024/01/01 00:47:36", "01/08/2024 00:00", "02/13/2024 12:00:00 AM"]
     batch, stream = _both(tmp_path, '["us", "%Y/%m/%d %H:%M:%S"]', days)
     assert batch == ["2024-01-01", "2024-01-08", "2024-02-13"]
     assert [c.event_time.strftime("%Y-%m-%d") for c in stream] == batch  # type: ignore[union-attr]
 
 
-def test_values_no_declared_layout_reads_are_refused_per_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_values_no_declared_layout_reads_are_refused_per_report(tmp_path: Path) -> None:
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC.format(fmt='["us", "%Y/%m/%d %H:%M:%S"]'))
     validator = ReportValidator(load_schema(spec))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ def _rows() -> list[dict[str, object]]:
     return rows
 
 
-def _write(path, hints, rows):  # type: ignore[no-untyped-def]
+def _write(path, hints, rows) -> None:  # type: ignore[no-untyped-def]
     writer = RejectsWriter(path, list(rows[0]), hints)
     writer.write(rows[0], Rejection(2, "unknown-offence", "field 'offence': not in the severity table",
                                     RejectDetail("offence", "theft")))
@@ -37,7 +38,7 @@ def _write(path, hints, rows):  # type: ignore[no-untyped-def]
     writer.close()
 
 
-def test_a_csv_rejects_file_is_private_safe_to_open_and_says_it_holds_identifiers(tmp_path, hints) -> None:  # type: ignore[no-untyped-def]
+def test_a_csv_rejects_file_is_private_safe_to_open_and_says_it_holds_identifiers(tmp_path: Path, hints: Hints) -> None:
     path = tmp_path / "rejects.csv"
     path.write_text("old content\n")
     path.chmod(0o644)  # an existing file is overwritten and made private
@@ -64,7 +65,7 @@ def test_a_csv_rejects_file_is_private_safe_to_open_and_says_it_holds_identifier
     assert [row for _line, row in back] == rows
 
 
-def test_a_jsonl_rejects_file_starts_with_its_note_and_reads_back_as_the_rows(tmp_path, hints) -> None:  # type: ignore[no-untyped-def]
+def test_a_jsonl_rejects_file_starts_with_its_note_and_reads_back_as_the_rows(tmp_path: Path, hints: Hints) -> None:
     path = tmp_path / "rejects.jsonl"
     rows = _rows()
     _write(path, hints, rows)
@@ -75,7 +76,7 @@ def test_a_jsonl_rejects_file_starts_with_its_note_and_reads_back_as_the_rows(tm
     assert [row for _line, row in iter_rows(path)] == rows
 
 
-def test_a_file_without_reject_columns_is_read_as_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_without_reject_columns_is_read_as_written(tmp_path: Path) -> None:
     path = tmp_path / "plain.csv"
     path.write_text("report_id,name\nS1-1,'=x\n")
     assert [row for _line, row in iter_rows(path)] == [{"report_id": "S1-1", "name": "'=x"}]

@@ -10,6 +10,7 @@ orchestrator (in-process), Mondrian for speed.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from stream.config.settings import Settings
 from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import DAY, day_of_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
@@ -29,7 +31,7 @@ KEY = "backfill-test-key-0123456789abcdefgh"
 DAYS, PER_DAY = 12, 20
 
 
-def test_shuffled_history_is_released_day_by_day(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_shuffled_history_is_released_day_by_day(pg: PostgresServer, tmp_path: Path) -> None:
     url = pg.create_database("backfill")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, engine="mondrian",

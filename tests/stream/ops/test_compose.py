@@ -41,7 +41,7 @@ def _env(service: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in env.items()}
 
 
-def test_services_and_images(compose) -> None:  # type: ignore[no-untyped-def]
+def test_services_and_images(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert {"kafka", "kafka-topics", "postgres", "migrate", "worker", "console"} <= set(services)
     assert re.match(r"apache/kafka:4\.", services["kafka"]["image"])
@@ -49,7 +49,7 @@ def test_services_and_images(compose) -> None:  # type: ignore[no-untyped-def]
     assert services["worker"]["image"] == services["migrate"]["image"] == services["console"]["image"]
 
 
-def test_kafka_is_single_node_kraft_with_loopback_listener(compose) -> None:  # type: ignore[no-untyped-def]
+def test_kafka_is_single_node_kraft_with_loopback_listener(compose: dict[str, Any]) -> None:
     kafka = compose["services"]["kafka"]
     env = _env(kafka)
     assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
@@ -64,7 +64,7 @@ def test_kafka_is_single_node_kraft_with_loopback_listener(compose) -> None:  # 
     assert "kafka-broker-api-versions" in " ".join(kafka["healthcheck"]["test"])
 
 
-def test_healthchecks_and_dependencies(compose) -> None:  # type: ignore[no-untyped-def]
+def test_healthchecks_and_dependencies(compose: dict[str, Any]) -> None:
     s = compose["services"]
     # over TCP: the image's init server listens on the socket only, so a socket check passes too early
     assert "pg_isready -h 127.0.0.1" in " ".join(s["postgres"]["healthcheck"]["test"])
@@ -83,7 +83,7 @@ def test_healthchecks_and_dependencies(compose) -> None:  # type: ignore[no-unty
     assert "healthcheck" in s["worker"]
 
 
-def test_topics_created_with_explicit_partitions(compose) -> None:  # type: ignore[no-untyped-def]
+def test_topics_created_with_explicit_partitions(compose: dict[str, Any]) -> None:
     from stream.ops.broker import topic_partitions
     from stream.wire.receipts import topic_config
 
@@ -105,14 +105,14 @@ def test_topics_created_with_explicit_partitions(compose) -> None:  # type: igno
     assert created[defaults.topic_dlq] == "1" and created[defaults.topic_releases] == "1"
 
 
-def test_the_link_guard_is_the_documented_default(compose) -> None:  # type: ignore[no-untyped-def]
+def test_the_link_guard_is_the_documented_default(compose: dict[str, Any]) -> None:
     env = {k: _interpolate(v, {}) for k, v in _env(compose["services"]["worker"]).items()}
     assert env["ANONSTREAM_LINK_GUARD"] == Settings().privacy.link_guard == "content"
     example = (ROOT / ".env.example").read_text()
     assert re.search(r"^ANONSTREAM_LINK_GUARD=content$", example, re.M)
 
 
-def test_environment_matches_settings_model(compose) -> None:  # type: ignore[no-untyped-def]
+def test_environment_matches_settings_model(compose: dict[str, Any]) -> None:
     names = set(accepted(Settings))  # each setting's variable and its flat alias, if any
     for name in ("migrate", "worker", "console"):
         env = _env(compose["services"][name])
@@ -160,7 +160,7 @@ def _inside(path: str, mounts: list[str]) -> bool:
     return any(path == m or path.startswith(m + "/") for m in mounts)
 
 
-def test_kafka_cluster_id_is_a_base64url_uuid(compose) -> None:  # type: ignore[no-untyped-def]
+def test_kafka_cluster_id_is_a_base64url_uuid(compose: dict[str, Any]) -> None:
     """Kafka's storage format aborts unless CLUSTER_ID is a base64url-encoded 16-byte UUID (22 chars)."""
     import base64
 
@@ -172,7 +172,7 @@ def test_kafka_cluster_id_is_a_base64url_uuid(compose) -> None:  # type: ignore[
     assert len(base64.urlsafe_b64decode(example["KAFKA_CLUSTER_ID"] + "==")) == 16
 
 
-def test_data_lives_on_mounted_volumes(compose) -> None:  # type: ignore[no-untyped-def]
+def test_data_lives_on_mounted_volumes(compose: dict[str, Any]) -> None:
     """apache/kafka writes to KAFKA_LOG_DIRS (default /tmp/kraft-combined-logs): it must be on the volume,
     as must PostgreSQL's PGDATA (default /var/lib/postgresql/data); named volumes are declared."""
     s = compose["services"]
@@ -186,7 +186,7 @@ def test_data_lives_on_mounted_volumes(compose) -> None:  # type: ignore[no-unty
             assert v.split(":")[0] in compose["volumes"], v  # a named volume, kept across `up --force-recreate`
 
 
-def test_every_service_running_the_image_builds_it(compose) -> None:  # type: ignore[no-untyped-def]
+def test_every_service_running_the_image_builds_it(compose: dict[str, Any]) -> None:
     """A service with `image: anonstream:…` and no `build:` makes some compose versions pull it."""
     users = {n: svc for n, svc in compose["services"].items() if str(svc.get("image", "")).startswith("anonstream")}
     assert {"migrate", "worker", "console"} <= set(users)
@@ -215,7 +215,8 @@ def _secret_env(compose: dict[str, Any], service: str, tmp_path: Path) -> dict[s
 
 
 @pytest.mark.parametrize("service", ["migrate", "worker", "console"])
-def test_every_setting_the_services_need_is_set(compose, service, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_setting_the_services_need_is_set(compose: dict[str, Any], service: str, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Production settings load from the compose environment plus the secret files, as in the container."""
     env = _secret_env(compose, service, tmp_path)
     for field in REQUIRED_IN_PRODUCTION:
@@ -237,7 +238,7 @@ def test_every_setting_the_services_need_is_set(compose, service, tmp_path, monk
     assert pg["POSTGRES_USER"] in settings.db_url() and settings.db_url().endswith("/" + pg["POSTGRES_DB"])
 
 
-def test_healthchecks_exist_and_the_worker_uses_readiness(compose) -> None:  # type: ignore[no-untyped-def]
+def test_healthchecks_exist_and_the_worker_uses_readiness(compose: dict[str, Any]) -> None:
     s = compose["services"]
     for name, svc in s.items():
         if svc.get("restart", "").startswith(("no", "on-failure")) or svc.get("profiles"):
@@ -246,7 +247,7 @@ def test_healthchecks_exist_and_the_worker_uses_readiness(compose) -> None:  # t
     assert "/ready" in " ".join(s["worker"]["healthcheck"]["test"])
 
 
-def test_console_is_published_on_loopback_only(compose) -> None:  # type: ignore[no-untyped-def]
+def test_console_is_published_on_loopback_only(compose: dict[str, Any]) -> None:
     console = compose["services"]["console"]
     assert console["ports"] and all(str(p).startswith("127.0.0.1:") for p in console["ports"])
     assert "console" in console["command"]
@@ -256,13 +257,13 @@ def test_console_is_published_on_loopback_only(compose) -> None:  # type: ignore
             assert str(p).startswith("127.0.0.1:"), (name, p)  # nothing is published beyond the host
 
 
-def test_every_service_has_a_memory_limit(compose) -> None:  # type: ignore[no-untyped-def]
+def test_every_service_has_a_memory_limit(compose: dict[str, Any]) -> None:
     for name, svc in compose["services"].items():
         limit = svc.get("mem_limit") or svc.get("deploy", {}).get("resources", {}).get("limits", {}).get("memory")
         assert limit, name
 
 
-def test_env_example_names_every_variable_compose_reads(compose) -> None:  # type: ignore[no-untyped-def]
+def test_env_example_names_every_variable_compose_reads(compose: dict[str, Any]) -> None:
     text = (ROOT / "docker-compose.yml").read_text()
     used = {m.group(1) for m in VAR.finditer(text)}
     example = (ROOT / ".env.example").read_text()
@@ -287,7 +288,7 @@ def test_production_image_has_no_test_broker() -> None:
     assert installs == ["."], installs
 
 
-def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metrics(compose) -> None:  # type: ignore[no-untyped-def]
+def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metrics(compose: dict[str, Any]) -> None:
     import json
 
     from stream.worker.metrics import WorkerMetrics
@@ -321,7 +322,7 @@ def test_monitoring_profile_scrapes_the_workers_and_the_dashboard_uses_real_metr
     assert (provisioning / "datasources" / "prometheus.yml").exists()
 
 
-def test_secret_files_and_their_errors(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_secret_files_and_their_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from core.errors import AnonymizationError
 
     key = tmp_path / "key"

@@ -245,7 +245,7 @@ def _create_role_and_database(pg: PostgresServer, env: dict[str, str], secrets: 
     engine.dispose()
 
 
-def test_what_compose_starts_starts_and_releases(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_compose_starts_starts_and_releases(pg: PostgresServer, tmp_path: Path) -> None:
     docs = _walkthrough()
     assert docs["keys"][3:] == ["--secrets-dir", "secrets"] and "--scale" not in docs["up"]
     stack = Stack(tmp_path, pg)

@@ -71,7 +71,7 @@ def _published_releases(home: Path) -> int:
 
 
 @pytest.mark.slow
-def test_embedded_instance_from_other_directories_restart_and_sigkill(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_embedded_instance_from_other_directories_restart_and_sigkill(tmp_path: Path) -> None:
     home, run_dir, station_dir, operator_dir = (tmp_path / d for d in ("home", "a", "b", "c"))
     for d in (run_dir, station_dir, operator_dir):
         d.mkdir()
@@ -155,7 +155,7 @@ def test_embedded_instance_from_other_directories_restart_and_sigkill(tmp_path) 
 
 
 @pytest.mark.slow
-def test_unreachable_services_are_one_line_and_exit_3(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_unreachable_services_are_one_line_and_exit_3(tmp_path: Path) -> None:
     env = _env(tmp_path / "home")
     dead = f"kafka://127.0.0.1:{free_port()}"
     rows = tmp_path / "r.jsonl"
@@ -175,7 +175,7 @@ def test_unreachable_services_are_one_line_and_exit_3(tmp_path) -> None:  # type
     assert res.returncode == 3 and "no ledger" in res.stderr and not (tmp_path / "home" / "anonstream.db").exists()
 
 
-def test_web_port_in_use_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_web_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as s:
@@ -187,7 +187,8 @@ def test_web_port_in_use_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-
     assert res.returncode == 2 and f"web port {port}" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_without_broker_and_without_the_extra_says_how_to_get_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_without_broker_and_without_the_extra_says_how_to_get_it(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
     from core.errors import ParamsError

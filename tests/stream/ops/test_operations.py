@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from stream.ops.broker import free_port
+from stream.ops.broker import EmbeddedBroker, free_port
 from stream.ops.runtime import ROOT, spawn_worker, wait_until
 from stream.station.simulate import bad_reports
 from stream.testing.reports import day_of_reports
@@ -60,7 +60,8 @@ def _spawn_verbose_json(sc: Scenario, port: int, err_path: Path) -> subprocess.P
 
 
 @pytest.mark.slow
-def test_metrics_equal_the_ledger_and_json_logs_carry_no_identifier(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_equal_the_ledger_and_json_logs_carry_no_identifier(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                                    tmp_path: Path) -> None:
     """One run on the real broker and PostgreSQL, with -v (debug) and JSON logs: /metrics counters equal the
     ledger's counts; every log line parses, and none carries an identifier or QI value of the input (the Kafka
     clients stay at WARNING, SQLAlchemy never logs parameters)."""
@@ -131,7 +132,7 @@ def _pg_start(server: PostgresServer) -> None:
 
 
 @pytest.mark.slow
-def test_readiness_follows_postgresql(kafka, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_readiness_follows_postgresql(kafka: EmbeddedBroker, tmp_path: Path) -> None:
     own = PostgresServer()  # its own cluster: stopping it disturbs no other test
     sc = None
     try:

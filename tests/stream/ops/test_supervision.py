@@ -23,7 +23,7 @@ from stream.testing.services import start_broker
 pytestmark = [pytest.mark.broker]
 
 
-def test_release_processes_exit_when_their_worker_dies_during_start_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_release_processes_exit_when_their_worker_dies_during_start_up(tmp_path: Path) -> None:
     """The worker dies right after spawning its release processes, while they are still importing:
     they must not take their new parent for their worker."""
     script = textwrap.dedent(f"""
@@ -47,7 +47,7 @@ def test_release_processes_exit_when_their_worker_dies_during_start_up(tmp_path)
     assert wait_until(lambda: not any(pid_alive(p) for p in pids), timeout=90), [p for p in pids if pid_alive(p)]
 
 
-def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path: Path) -> None:
     from kafka import KafkaProducer
 
     broker = start_broker()  # its own broker: this test restarts it
@@ -75,7 +75,7 @@ def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path) ->
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "cause"), [(signal.SIGKILL, "killed by SIGKILL"),
                                             (signal.SIGTERM, "stopped by SIGTERM")])
-def test_run_exits_3_with_one_clear_line_when_its_embedded_broker_dies(tmp_path, sig, cause) -> None:  # type: ignore[no-untyped-def]
+def test_run_exits_3_with_one_clear_line_when_its_embedded_broker_dies(tmp_path: Path, sig, cause: str) -> None:  # type: ignore[no-untyped-def]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
     env.update({"ANONSTREAM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT), "ANONSTREAM_BROKER_WATCH_S": "1"})
     log = tmp_path / "run.log"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from stream.cli.main import main
 from stream.io.specs import load_schema
@@ -29,7 +30,7 @@ def _fixture(tmp_path: Path, bad: bool) -> Path:
     return path
 
 
-def test_spec_check_counts_every_kind_of_bad_value(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_counts_every_kind_of_bad_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _fixture(tmp_path, bad=True)
     schema = load_schema("crime")
     report = check_frame(read_table(path), schema, k=5, max_suppression=0.05)
@@ -45,7 +46,8 @@ def test_spec_check_counts_every_kind_of_bad_value(tmp_path: Path, capsys) -> No
     assert "does not fit" in out and "'forty', '34.5', '130'" in out and "'theft'" in out
 
 
-def test_spec_check_passes_clean_data_with_a_feasibility_estimate(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_passes_clean_data_with_a_feasibility_estimate(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "check", str(_fixture(tmp_path, bad=False)), "--spec", "crime", "-k", "5"]) == 0
     out = capsys.readouterr().out
     assert "the data fits the spec" in out and "optimal at k=5, max suppression 0.05: suppresses" in out
@@ -64,7 +66,7 @@ def test_spec_check_flags_an_identifier_that_would_be_released(tmp_path: Path) -
     assert report.problems == ["name: looks like an identifier and would be released unchanged"]
 
 
-def test_spec_check_says_what_the_engine_asked_for_needs(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_says_what_the_engine_asked_for_needs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from stream.io.specs import SPEC_DIR
 
     good = str(_fixture(tmp_path, bad=False))
@@ -84,12 +86,14 @@ def test_spec_check_says_what_the_engine_asked_for_needs(tmp_path: Path, capsys)
     assert main(["spec", "check", good, "--spec", str(none), "--engine", "mondrian"]) == 0
 
 
-def test_spec_check_refuses_an_unknown_engine_before_any_work(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_refuses_an_unknown_engine_before_any_work(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["spec", "check", str(tmp_path / "absent.csv"), "--spec", "crime", "--engine", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: unknown engine 'nope'")
 
 
-def test_spec_check_names_station_ids_that_are_one_station_as_a_warning(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_spec_check_names_station_ids_that_are_one_station_as_a_warning(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     rows = day_of_reports(1, 300, seed=5)["S1"]
     for i, r in enumerate(rows[:120]):  # one station written `08` by one system and `8` by another
         r["station_id"] = "08" if i % 2 else "8"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from stream.analyst.consumer import make_consumer
-from stream.ops.broker import ensure_topics
+from stream.ops.broker import EmbeddedBroker, ensure_topics
 from stream.testing.reports import day_of_reports, spec_ref
 
 pytestmark = [pytest.mark.broker]
@@ -27,7 +28,8 @@ def _read(kafka, topic: str) -> list[dict[str, object]]:  # type: ignore[no-unty
     return out
 
 
-def test_push_sends_valid_rows_and_reports_rejects(kafka, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_sends_valid_rows_and_reports_rejects(kafka: EmbeddedBroker, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
 
     topic = f"t{uuid.uuid4().hex[:8]}.reports"
@@ -55,7 +57,8 @@ def test_push_sends_valid_rows_and_reports_rejects(kafka, tmp_path, capsys) -> N
                  "--spec", spec_ref()]) == 0
 
 
-def test_push_rejects_file_can_be_fixed_and_pushed_again(kafka, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_push_rejects_file_can_be_fixed_and_pushed_again(kafka: EmbeddedBroker, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
 
     topic = f"t{uuid.uuid4().hex[:8]}.reports"

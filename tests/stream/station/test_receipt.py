@@ -7,6 +7,7 @@ One worker process (stations must be registered) serves the whole module.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,16 +16,18 @@ from sqlalchemy import func, select
 from db.models import PendingReport
 from db.stations import register_seen
 from stream.io.specs import resolve_spec_path
+from stream.ops.broker import EmbeddedBroker
 from stream.ops.kafka_clients import open_client
 from stream.station.advert import live, read_adverts
 from stream.testing.reports import day_of_reports, spec_ref
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def served(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
+def served(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("receipt"), register_stations="registered")
     with sc.db.unit() as s:
         register_seen(s, ["S1", "S2"], datetime.now(UTC))
@@ -64,13 +67,13 @@ def _day(stations: int, n: int, seed: int) -> dict[str, list[dict[str, object]]]
             for st, rows in day_of_reports(stations, n, seed=seed).items()}
 
 
-def _csv(tmp_path, name: str, rows: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+def _csv(tmp_path: Path, name: str, rows: list[dict[str, object]]):  # type: ignore[no-untyped-def]
     path = tmp_path / name
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
 
-def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     other = tmp_path / "crime-global.toml"
     text = resolve_spec_path(spec_ref()).read_text()
     other.write_text(text.replace('id_column = "report_id"', 'id_column = "report_id"\nid_scope = "global"'))
@@ -86,7 +89,7 @@ def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served, tmp_p
     assert _end_offsets(served) == before
 
 
-def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     day = _day(3, 40, 22)  # S3 is not registered: the worker dead-letters its reports
     rows = [r for station in ("S1", "S2", "S3") for r in day[station]]
     before = _pending(served)
@@ -101,7 +104,7 @@ def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path,
     assert _pending(served) == before + 80
 
 
-def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     path = _csv(tmp_path, "s1.csv", _day(1, 50, 23)["S1"])
     before = _pending(served)
     assert _push(served, path, "--station", "S1", "--spec", spec_ref()) == 0
@@ -116,7 +119,7 @@ def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, 
     assert _pending(served) == before + 50
 
 
-def test_no_wait_sends_without_waiting_for_the_receipt(served, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_no_wait_sends_without_waiting_for_the_receipt(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     path = _csv(tmp_path, "s2.csv", _day(1, 10, 24)["S1"])
     assert _push(served, path, "--station", "S1", "--spec", spec_ref(), "--no-wait") == 0
     out = capsys.readouterr().out

@@ -26,6 +26,7 @@ from stream.ops.runtime import ROOT
 from stream.station.advert import live, read_adverts
 from stream.testing.reports import day_of_reports, spec_ref
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 ROWS = 2 * 4000  # well above the worker's first batch (take_max 500): the pause leaves reports unread
@@ -55,7 +56,7 @@ def _serving(sc: Scenario, broker: EmbeddedBroker) -> None:
     sc.wait_for(lambda: live(read_adverts(broker.bootstrap, sc.settings.topic_reports)), timeout=90)
 
 
-def test_a_broker_killed_mid_push_leaves_a_receipt_of_what_was_not_ingested(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_broker_killed_mid_push_leaves_a_receipt_of_what_was_not_ingested(pg: PostgresServer, tmp_path: Path) -> None:
     day = day_of_reports(2, ROWS // 2, seed=31)
     path = tmp_path / "reports.csv"
     pd.DataFrame([r for rows in day.values() for r in rows]).to_csv(path, index=False)

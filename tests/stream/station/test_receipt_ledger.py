@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from array import array
 from datetime import UTC, datetime
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -16,13 +17,14 @@ from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.station.receipt import found_in_ledger
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import window_policy
 
 pytestmark = [pytest.mark.postgres]
 KEY = "receipt-ledger-key"
 
 
-def test_the_ledger_confirms_the_reports_it_holds_as_sent(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_ledger_confirms_the_reports_it_holds_as_sent(pg: PostgresServer, tmp_path: Path) -> None:
     url = pg.create_database("receiptledger")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=KEY)

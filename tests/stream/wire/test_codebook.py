@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +28,7 @@ def manifest() -> dict:
             "columns": ["class_id", *table.columns]}
 
 
-def test_writes_json_and_markdown(tmp_path, manifest):
+def test_writes_json_and_markdown(tmp_path: Path, manifest: dict) -> None:
     paths = write_codebook(tmp_path / "out", "r-abc", manifest)
     assert [p.name for p in paths] == ["_r-abc.codebook.json", "_r-abc.codebook.md"]  # "_": not data
     written = json.loads(paths[0].read_text())
@@ -42,7 +43,7 @@ def test_writes_json_and_markdown(tmp_path, manifest):
     assert not list((tmp_path / "out").glob("*.tmp"))
 
 
-def test_refuses_path_like_ids_and_skips_old_manifests(tmp_path, manifest):
+def test_refuses_path_like_ids_and_skips_old_manifests(tmp_path: Path, manifest: dict) -> None:
     for bad in ("../x", str(tmp_path / "abs"), "", "a/b"):
         with pytest.raises(ValueError, match="alphabet"):
             write_codebook(tmp_path, bad, manifest)
@@ -50,7 +51,7 @@ def test_refuses_path_like_ids_and_skips_old_manifests(tmp_path, manifest):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_markdown_escapes_table_cells(manifest):
+def test_markdown_escapes_table_cells(manifest: dict) -> None:
     cb = {**manifest["codebook"], "columns": [{"name": "a|b", "type": "string", "meaning": "x\n| y"}]}
     md = render_markdown("r-abc", {**manifest, "codebook": cb})
     assert "| `a\\|b` | string | x \\| y |" in md

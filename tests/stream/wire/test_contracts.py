@@ -10,7 +10,9 @@ import pytest
 from pydantic import ValidationError
 
 from db.console_queries import WINDOW_STATES
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.manifests import contract_manifest
+from stream.testing.services import PostgresServer
 from stream.wire.contracts import SCHEMAS, Manifest, PushReceipt, RecordMessage, WindowState
 from stream.wire.receipts import receipt
 from stream.wire.schema import DOCS, schema_texts, stale
@@ -48,8 +50,9 @@ def test_window_states_are_one_enum() -> None:
 @pytest.mark.broker
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_what_a_real_worker_publishes_keeps_the_contracts(kafka, pg, tmp_path: Path, capsys,  # type: ignore[no-untyped-def]
-                                                          monkeypatch) -> None:
+def test_what_a_real_worker_publishes_keeps_the_contracts(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker run on the broker: every manifest on the releases topic and every record validates; each
     manifest states its deployment and signs its files; ``consume`` writes them and ``releases check``
     passes on what it wrote."""

@@ -22,6 +22,7 @@ from stream.config.settings import Settings
 from stream.intake.validate import ReportValidator
 from stream.io.specs import load_schema
 from stream.testing.reports import DAY, day_of_reports, ingest_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
@@ -58,7 +59,7 @@ def _ledger(pg: Any, tmp_path: Path, name: str, **values: Any) -> Ledger:
                   ReportValidator(schema, settings.person_columns), Orchestrator(settings, db, schema, name))
 
 
-def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg: PostgresServer, tmp_path: Path) -> None:
     led = _ledger(pg, tmp_path, "acct", link_guard="person", window_max_reports=10_000)
     db, orch, ingest = led.db, led.orch, led.ingest
     now = datetime(2024, 3, 10, tzinfo=UTC)
@@ -109,7 +110,7 @@ def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg, tmp_path) -
         db.dispose()
 
 
-def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_held_back_and_late_duplicates_reconcile_over_manifests(pg: PostgresServer, tmp_path: Path) -> None:
     """Held-back reports are counted again as ``carried_in`` by the next manifest; duplicates that arrive
     when their key has no open window are counted by the key's next release. Summed over manifests,
     ``received - carried_in`` + never-considered pending = accepted, and every duplicate is in a manifest."""
@@ -159,7 +160,7 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg, tmp_path) ->
         db.dispose()
 
 
-def test_reports_dropped_for_missing_values_are_counted_in_the_manifest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_reports_dropped_for_missing_values_are_counted_in_the_manifest(pg: PostgresServer, tmp_path: Path) -> None:
     """``on_missing = "drop"``: a report missing a used value is dead-lettered as ``missing-value`` (so the
     station can fix it) and counted in the ``dropped_missing`` of its key's next manifest, also when it
     arrives while the key has no open window."""

@@ -21,8 +21,10 @@ from sqlalchemy import select
 
 from db.models import Batch, Release
 from stream.cli.main import main
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.postgres]
 
@@ -55,7 +57,8 @@ def released_sizes(sc: Scenario) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_shuffled_export_comes_out_in_releases_worth_publishing(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_shuffled_export_comes_out_in_releases_worth_publishing(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                                  tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, idle_timeout_s=3600.0, max_suppression=0.0)
     floor = sc.settings.windows.release_floor(sc.settings.privacy.k)
     assert floor == 50  # the default: 10 k

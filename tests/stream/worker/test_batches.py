@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from db.batches import BatchMark
 from stream.wire.markers import Marker
 from stream.worker.batches import MarkerIntake
 
 
-def test_markers_are_taken_out_of_the_input_in_order(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_markers_are_taken_out_of_the_input_in_order(caplog: pytest.LogCaptureFixture) -> None:
     intake = MarkerIntake(None, "default", lambda st: f"station:{st}")  # type: ignore[arg-type]
     report = json.dumps({"report_id": "r1", "station_id": "S1"}).encode()
     values = [Marker("begin", "b-1", "S1").encode(), report, None, b"not json",

@@ -21,8 +21,10 @@ from core.generators import generate_crime_reports
 from db.models import Counter, Window
 from db.stations import StationRegistry
 from stream.cli.main import main
+from stream.ops.broker import EmbeddedBroker
 from stream.station.advert import live, read_adverts
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.broker, pytest.mark.slow]
 
@@ -52,8 +54,8 @@ def _windows(sc: Scenario, key_part: str) -> int:
                    .scalar_one())
 
 
-def test_a_registered_stations_17_months_are_accepted_and_a_first_sight_flood_is_not(kafka, pg, tmp_path,  # type: ignore[no-untyped-def]
-                                                                                     capsys) -> None:
+def test_a_registered_stations_17_months_are_accepted_and_a_first_sight_flood_is_not(kafka: EmbeddedBroker,
+        pg: PostgresServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sc = Scenario(kafka, pg, tmp_path, register_stations="first-sight", max_new_windows_per_hour=HOURLY,
                   idle_timeout_s=3600.0, max_suppression=0.0)
     try:

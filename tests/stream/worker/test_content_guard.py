@@ -4,6 +4,7 @@ never released twice, and the blocked count shows in manifests and in ``anonstre
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from db.models import PendingReport, Release, ReleasedFingerprint
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
@@ -30,7 +32,8 @@ def _rekeyed(reports: list[dict[str, Any]], station: str) -> list[dict[str, Any]
 
 
 @pytest.mark.parametrize("window_by", ["station", "global"])
-def test_rekeyed_copies_are_blocked_and_counted(pg, tmp_path, capsys, window_by) -> None:  # type: ignore[no-untyped-def]
+def test_rekeyed_copies_are_blocked_and_counted(pg: PostgresServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                window_by: str) -> None:
     url = pg.create_database("content")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
@@ -74,7 +77,7 @@ def test_rekeyed_copies_are_blocked_and_counted(pg, tmp_path, capsys, window_by)
            "re-send)" in out
 
 
-def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_report_guard_releases_rekeyed_copies_again(pg: PostgresServer, tmp_path: Path) -> None:
     """The old rule (station + report id) lets the same content through under new ids: the attack surface."""
     url = pg.create_database("reportguard")
     migrations.upgrade(url)
@@ -95,7 +98,7 @@ def test_report_guard_releases_rekeyed_copies_again(pg, tmp_path) -> None:  # ty
     db.dispose()
 
 
-def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_store_refuses_content_released_meanwhile(pg: PostgresServer, tmp_path: Path) -> None:
     """A window that passed the guard before another window holding the same content was stored (the
     guard read a count of 0 for each content, the ledger now holds 1): its store is refused
     (ReleaseConflict, so the orchestrator recomputes), and the recompute blocks the copies."""
@@ -135,7 +138,7 @@ def test_store_refuses_content_released_meanwhile(pg, tmp_path) -> None:  # type
     db.dispose()
 
 
-def test_stream_release_order_is_independent_of_arrival_order(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_stream_release_order_is_independent_of_arrival_order(pg: PostgresServer, tmp_path: Path) -> None:
     """The same reports arriving in two orders give the same stored records in the same order (the two
     ledgers share one deployment id, as a copy of a ledger would: release ids, and so the publication order,
     depend on it)."""

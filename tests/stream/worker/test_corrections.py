@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,7 +19,9 @@ from db.models import PendingReport, Release, ReleasedFingerprint, ReleaseRecord
 from stream.config.settings import Settings
 from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
@@ -34,8 +37,9 @@ def _other(value: str, values: list[str]) -> str:
 
 
 @pytest.mark.broker
-def test_pending_corrections_are_released_and_released_ones_counted(pg, kafka, tmp_path, capsys,
-                                                                    monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_pending_corrections_are_released_and_released_ones_counted(pg: PostgresServer, kafka: EmbeddedBroker,
+                                                                    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url = pg.create_database("corrections")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,

@@ -17,7 +17,7 @@ K = 5
 
 
 @pytest.fixture(autouse=True)
-def _key(monkeypatch):  # type: ignore[no-untyped-def]
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", KEY)
 
 

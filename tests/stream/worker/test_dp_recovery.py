@@ -5,6 +5,7 @@ a re-publish sends the stored tables)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +13,10 @@ from sqlalchemy import select
 
 from db.budget import all_blocks, spends
 from db.models import Release
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 STEPS = ("anonymize", "after-noise", "after-ledger-write", "mid-publish")  # claim, anonymize, noise, store, send
@@ -46,7 +49,7 @@ def _agree(sc: Scenario) -> dict[str, dict[str, Any]]:
     return stored
 
 
-def test_kill_at_each_step_of_a_release_with_counts(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_kill_at_each_step_of_a_release_with_counts(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, claim_lease_s=3.0)
     try:
         sc.push(day_of_reports(2, 200, seed=7))

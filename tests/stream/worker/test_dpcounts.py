@@ -53,7 +53,7 @@ def _manifest(db: Database, rid: str) -> dict[str, Any]:
         return dict(s.get(Release, rid).manifest)
 
 
-def test_release_carries_count_tables_and_charges_its_blocks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_release_carries_count_tables_and_charges_its_blocks(tmp_path: Path) -> None:
     settings, db, orch = _ledger(tmp_path, _spec(tmp_path))
     try:
         (rid,) = orch.close_due(NOW + timedelta(minutes=5))
@@ -75,7 +75,8 @@ def test_release_carries_count_tables_and_charges_its_blocks(tmp_path) -> None: 
         db.dispose()
 
 
-def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     settings, db, orch = _ledger(tmp_path, _spec(tmp_path, cap_epsilon=1.0))
     drawn: list[int] = []
     real = dpcounts.count_tables
@@ -100,7 +101,8 @@ def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path, monk
         db.dispose()
 
 
-def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _settings, db, orch = _ledger(tmp_path, _spec(tmp_path))
     real = dpcounts.dp_counts
     calls: list[float] = []
@@ -126,7 +128,7 @@ def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path, m
         db.dispose()
 
 
-def test_person_level_counts_bound_each_person_by_their_keyed_fingerprint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_person_level_counts_bound_each_person_by_their_keyed_fingerprint(tmp_path: Path) -> None:
     _settings, db, orch = _ledger(tmp_path, _spec(tmp_path, person=True))
     try:
         (rid,) = orch.close_due(NOW + timedelta(minutes=5))
@@ -137,7 +139,7 @@ def test_person_level_counts_bound_each_person_by_their_keyed_fingerprint(tmp_pa
         db.dispose()
 
 
-def test_a_grouping_without_a_public_domain_stops_the_worker_at_start_up(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_grouping_without_a_public_domain_stops_the_worker_at_start_up(tmp_path: Path) -> None:
     from core.errors import SpecError
     from stream.worker.dpcounts import check_counts
 

@@ -88,7 +88,8 @@ def _one_theft_in_ten(report: dict[str, Any]) -> dict[str, Any]:
     return {**report, "offence": report["offence"] if digit == 0 else "Theft"}
 
 
-def test_an_engine_without_l_is_held_with_a_reason_that_says_l_and_what_to_do(tmp_path: Path, caplog) -> None:
+def test_an_engine_without_l_is_held_with_a_reason_that_says_l_and_what_to_do(tmp_path: Path,
+                                                                              caplog: pytest.LogCaptureFixture) -> None:
     db, _service, windows = _stream(tmp_path, stations=1, per_station=300, seed=5, rewrite=_one_theft_in_ten,
                                     engine="cg-kanon")
     assert "engine cg-kanon cannot enforce l=2" in caplog.text

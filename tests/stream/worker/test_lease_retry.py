@@ -31,7 +31,7 @@ def worker(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_a_release_whose_process_died_is_retried_at_once(worker, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_release_whose_process_died_is_retried_at_once(worker, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     service, settings, db = worker, worker.settings, worker.db
     out = Recorder()
     reports = day_of_reports(1, 120, seed=3)  # two full windows (cap 60): enough to warm the engine up

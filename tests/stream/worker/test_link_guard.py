@@ -23,6 +23,7 @@ from db.models import PendingReport, Release, ReleasedFingerprint
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import ARRESTS_SPEC, ingest_reports, overlapping_exports
+from stream.testing.services import PostgresServer
 from stream.worker.link_guard import Occurrence, occurrences_blocked
 from stream.worker.release import Orchestrator, window_policy
 
@@ -113,7 +114,7 @@ def _open_windows(orch: Orchestrator, now: datetime) -> list[Any]:
 
 
 @pytest.mark.postgres
-def test_co_arrests_all_released_then_a_resend_is_blocked_whole(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_co_arrests_all_released_then_a_resend_is_blocked_whole(pg: PostgresServer, tmp_path: Path) -> None:
     settings, db, pool, orch = _setup(pg, tmp_path, "coarrest")
     export, _, _ = overlapping_exports(seed=3)
     mult = Counter(_key(r) for r in export)
@@ -149,7 +150,7 @@ def test_co_arrests_all_released_then_a_resend_is_blocked_whole(pg, tmp_path) ->
 
 
 @pytest.mark.postgres
-def test_a_second_export_in_another_layout_releases_no_shared_report_again(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_export_in_another_layout_releases_no_shared_report_again(pg: PostgresServer, tmp_path: Path) -> None:
     """Export B shares 60 reports with A, written 6/17/2020, m, 044 under new keys: they are blocked,
     B's own arrests (and co-arrests) are released."""
     settings, db, pool, orch = _setup(pg, tmp_path, "layouts")
@@ -174,7 +175,7 @@ def test_a_second_export_in_another_layout_releases_no_shared_report_again(pg, t
 
 
 @pytest.mark.postgres
-def test_held_back_co_offenders_are_released_by_a_later_window(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_held_back_co_offenders_are_released_by_a_later_window(pg: PostgresServer, tmp_path: Path) -> None:
     """Sampling half of a window splits co-arrest pairs: the one held back is released later, not
     taken for a re-send of its released sibling."""
     settings, db, pool, orch = _setup(pg, tmp_path, "heldback", sample_policy="fraction", sample_fraction=0.5)
@@ -207,7 +208,7 @@ def _export_states(db: Database) -> Counter[str]:
 
 
 @pytest.mark.postgres
-def test_the_bundled_nypd_export_blocks_no_co_arrest(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_bundled_nypd_export_blocks_no_co_arrest(pg: PostgresServer, tmp_path: Path) -> None:
     """Two precincts of the NYPD export, pushed unsorted as exported: every arrest is released or pending,
     none blocked, although many share their content with another arrest (co-arrests)."""
     import pandas as pd

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from stream.intake.fingerprints import fingerprint
 from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import DAY, day_of_reports, spec_ref
+from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
@@ -52,7 +54,7 @@ def _days() -> list[list[dict[str, Any]]]:
     return days
 
 
-def _run(pg, tmp_path, guard: str) -> tuple[Settings, Database, list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
+def _run(pg, tmp_path: Path, guard: str) -> tuple[Settings, Database, list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
     url = pg.create_database("link")
     migrations.upgrade(url)
     settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), link_guard=guard, k=5,
@@ -120,7 +122,7 @@ class Adversary:
 
 
 @pytest.mark.parametrize("guard", ["person"])
-def test_adversary_joining_releases_finds_no_one_below_k(pg, tmp_path, guard) -> None:  # type: ignore[no-untyped-def]
+def test_adversary_joining_releases_finds_no_one_below_k(pg: PostgresServer, tmp_path: Path, guard: str) -> None:
     settings, db, reports = _run(pg, tmp_path, guard)
     linked = _releases_by_person(db, reports)
     people = {(str(r["name"]), str(r["dob"])): {c: r[c] for c in PERSON} for r in reports}
@@ -135,7 +137,7 @@ def test_adversary_joining_releases_finds_no_one_below_k(pg, tmp_path, guard) ->
     db.dispose()
 
 
-def test_report_guard_alone_links_persons_across_releases(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_report_guard_alone_links_persons_across_releases(pg: PostgresServer, tmp_path: Path) -> None:
     settings, db, reports = _run(pg, tmp_path, "report")
     linked = _releases_by_person(db, reports)
     recurring = [who for who, rels in linked.items() if len(rels) > 1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import migrations
 from db import Database
@@ -10,7 +11,7 @@ from db.budget import charge
 from stream.worker.ledger_metrics import budget_family
 
 
-def test_budget_remaining_per_recent_block(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_budget_remaining_per_recent_block(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     migrations.upgrade(url)
     db = Database(url)

@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from sqlalchemy import func, select
 
 from db.models import PendingReport, Release, ReleasedFingerprint
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 PER_STATION = 250
 
 
 @pytest.fixture(scope="module")
-def day_run(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
+def day_run(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("day"))
     reports = day_of_reports(3, PER_STATION, seed=11)
     good = reports["S2"][0]
@@ -50,7 +53,7 @@ def day_run(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
     sc.close()
 
 
-def test_end_to_end_releases_match_manifests(day_run):  # type: ignore[no-untyped-def]
+def test_end_to_end_releases_match_manifests(day_run) -> None:  # type: ignore[no-untyped-def]
     sc, releases, acc = day_run["sc"], day_run["releases1"], day_run["acc1"]
     total = sum(len(v) for v in day_run["reports"].values()) + len(day_run["bad"])
     assert releases, "no complete release reached the consumer"
@@ -83,7 +86,7 @@ def test_end_to_end_releases_match_manifests(day_run):  # type: ignore[no-untype
     assert stations == {"S1", "S2", "S3"}
 
 
-def test_bad_records_dead_lettered_rest_of_batch_released(day_run):  # type: ignore[no-untyped-def]
+def test_bad_records_dead_lettered_rest_of_batch_released(day_run) -> None:  # type: ignore[no-untyped-def]
     dlq, acc = day_run["dlq"], day_run["acc1"]
     reasons = Counter(d["reason"] for d in dlq)
     assert reasons == {"malformed-json": 1, "missing-field": 1, "unknown-offence": 1}
@@ -98,7 +101,7 @@ def test_bad_records_dead_lettered_rest_of_batch_released(day_run):  # type: ign
     assert acc["dlq"] == 3
 
 
-def test_resubmitted_report_not_released_twice(day_run):  # type: ignore[no-untyped-def]
+def test_resubmitted_report_not_released_twice(day_run) -> None:  # type: ignore[no-untyped-def]
     sc, acc1, acc2 = day_run["sc"], day_run["acc1"], day_run["acc2"]
     assert acc2.get("duplicate", 0) == 40 and acc2.get("correction", 0) == 5
     assert acc2["released"] == acc1["released"] and acc2.get("suppressed", 0) == acc1.get("suppressed", 0)
@@ -118,7 +121,7 @@ def test_resubmitted_report_not_released_twice(day_run):  # type: ignore[no-unty
     assert ("S3", "correction", "replaced") not in by
 
 
-def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path, monkeypatch, capsys):  # type: ignore[no-untyped-def]
+def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     from stream.cli.main import main
 
     sc = day_run["sc"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
@@ -25,12 +28,12 @@ def test_verdicts_follow_each_report_to_its_push() -> None:
                    b: {"accepted": [1], "dead": {"unknown-station": [0]}}}
 
 
-def _receipts(tmp_path) -> Receipts:  # type: ignore[no-untyped-def]
+def _receipts(tmp_path: Path) -> Receipts:
     settings = Settings(data_dir=tmp_path, spec=spec_ref(), topic_reports="t.reports")
     return Receipts(settings, "host:1", load_schema(spec_ref()), FailureLog(logging.getLogger("test")))
 
 
-def test_receipts_and_adverts_are_sent_to_the_companion_topics(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_receipts_and_adverts_are_sent_to_the_companion_topics(tmp_path: Path) -> None:
     receipts, sent = _receipts(tmp_path), []
     pid = new_push_id()
 
@@ -58,7 +61,8 @@ def test_receipts_and_adverts_are_sent_to_the_companion_topics(tmp_path) -> None
     assert ad["worker"] == "host:1" and ad["spec"]["name"] == "crime-reports" and len(ad["spec"]["version"]) == 64
 
 
-def test_a_receipt_that_cannot_be_sent_does_not_fail_the_batch(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_receipt_that_cannot_be_sent_does_not_fail_the_batch(tmp_path: Path,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     receipts = _receipts(tmp_path)
 
     async def broken(topic, key, value):  # type: ignore[no-untyped-def]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
 from db.models import PendingReport, Release, ReleasedFingerprint, Window
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 
@@ -21,7 +24,8 @@ def _published_view(sc: Scenario) -> tuple[Counter[str], Counter[tuple[str, int]
             manifests)
 
 
-def test_worker_killed_between_ledger_write_and_publish(kafka, pg, tmp_path):  # type: ignore[no-untyped-def]
+def test_worker_killed_between_ledger_write_and_publish(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                        tmp_path: Path) -> None:
     # every tail out: a window that closed early on a loaded machine (ingest paused past idle_timeout_s)
     # leaves its remainder in a second window, released rather than carried below min_release_rows
     sc = Scenario(kafka, pg, tmp_path, claim_lease_s=3.0, windows={"min_release_rows": 1})
@@ -60,7 +64,8 @@ def test_worker_killed_between_ledger_write_and_publish(kafka, pg, tmp_path):  #
         sc.close()
 
 
-def test_two_workers_share_partitions_without_duplicate_releases(kafka, pg, tmp_path):  # type: ignore[no-untyped-def]
+def test_two_workers_share_partitions_without_duplicate_releases(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                                 tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, reports_partitions=4, windows={"min_release_rows": 1})  # every tail out
     try:
         sc.start_worker()

@@ -23,8 +23,10 @@ from sqlalchemy import select
 from db.models import PendingReport
 from stream.cli.main import main
 from stream.intake.fingerprints import fingerprint
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.postgres]
 
@@ -43,7 +45,7 @@ def export(seed: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_a_multi_day_push_is_dated_by_its_events(kafka, pg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_multi_day_push_is_dated_by_its_events(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, idle_timeout_s=3600.0, max_suppression=0.0)
     rows = export(seed=81)
     day_of = {(r["station_id"], r["report_id"]): str(r["event_time"])[:10] for r in rows}

@@ -128,7 +128,7 @@ def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path, make_s
 
 
 @pytest.mark.parametrize("processes", [True, False])
-def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog, make_service,  # type: ignore[no-untyped-def]
+def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog: pytest.LogCaptureFixture, make_service,  # type: ignore[no-untyped-def]
                                                                          processes: bool) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
     settings = settings.with_updates(window_max_reports=10_000, release_processes=processes)  # nothing falls due

@@ -61,7 +61,7 @@ def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]],
 
 
 @pytest.mark.parametrize("engine", list(ENGINES))
-def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path, engine) -> None:  # type: ignore[no-untyped-def]
+def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path: Path, engine) -> None:  # type: ignore[no-untyped-def]
     reports = day_of_reports(1, 300, seed=3)["S1"]
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

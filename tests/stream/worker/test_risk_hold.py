@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 import migrations
@@ -39,7 +40,7 @@ def _release_one_window(tmp_path: Path, **updates: object) -> tuple[Database, st
     return db, wid, rid
 
 
-def test_release_over_max_risk_is_refused_and_the_window_held(tmp_path: Path, caplog) -> None:
+def test_release_over_max_risk_is_refused_and_the_window_held(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     # k-member enforces k only: its k=5 release gives every record 5 candidates, a risk of 0.2 > 0.1
     db, wid, rid = _release_one_window(tmp_path, engine="kmember")
     assert "engine kmember cannot enforce max_risk" in caplog.text

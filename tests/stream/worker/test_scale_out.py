@@ -14,14 +14,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from datetime import timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from sqlalchemy import func, select
 
 from db.models import PendingReport, Release, ReleasedFingerprint
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 from stream.wire.signing import verify_manifest
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
@@ -33,7 +36,7 @@ def _published(sc: Scenario) -> int:
                    .scalar_one())
 
 
-def test_three_workers_exact_under_a_kill_and_an_add(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_three_workers_exact_under_a_kill_and_an_add(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, claim_lease_s=4.0, reports_partitions=8)
     try:
         first = day_of_reports(6, 150, seed=43)

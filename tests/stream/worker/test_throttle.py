@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
 from stream.ops.logs import JsonFormatter, ctx
 from stream.worker.throttle import FailureLog
 
@@ -17,7 +19,7 @@ class Clock:
         return self.t
 
 
-def test_a_failure_every_tick_logs_one_line_per_interval(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_failure_every_tick_logs_one_line_per_interval(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     log = logging.getLogger("test.throttle")
     failures = FailureLog(log, interval_s=30.0, clock=clock)
@@ -38,7 +40,7 @@ def test_a_failure_every_tick_logs_one_line_per_interval(caplog) -> None:  # typ
     assert sum(r.exc_info is not None for r in caplog.records) == 2  # one traceback per kind, at DEBUG only
 
 
-def test_a_failure_about_a_window_carries_its_fields(caplog) -> None:  # type: ignore[no-untyped-def]
+def test_a_failure_about_a_window_carries_its_fields(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     log = logging.getLogger("test.throttle.window")
     failures = FailureLog(log, interval_s=30.0, clock=clock)

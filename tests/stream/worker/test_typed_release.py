@@ -7,13 +7,16 @@ One worker releases one generated station-day; the checks read the topics as a c
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from core.hierarchies.intervals import parse_interval
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import DAY, day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 from stream.wire.codebook import reader_columns, write_codebook
 from stream.wire.signing import verify_manifest
 
@@ -22,7 +25,7 @@ PER_STATION = 150
 
 
 @pytest.fixture(scope="module")
-def released(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
+def released(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("typed"))
     reports = day_of_reports(1, PER_STATION, seed=5)
     sc.push(reports)
@@ -34,7 +37,7 @@ def released(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
     sc.close()
 
 
-def test_records_carry_typed_columns_and_the_window_context(released):  # type: ignore[no-untyped-def]
+def test_records_carry_typed_columns_and_the_window_context(released) -> None:  # type: ignore[no-untyped-def]
     assert released["releases"], "no complete release reached the consumer"
     originals = pd.DataFrame(released["reports"]["S1"])
     for manifest, records in released["releases"]:
@@ -66,7 +69,7 @@ def test_records_carry_typed_columns_and_the_window_context(released):  # type: 
         assert not any(r["report_id"] in text for r in released["reports"]["S1"])
 
 
-def test_manifest_carries_a_signed_codebook(released, tmp_path):  # type: ignore[no-untyped-def]
+def test_manifest_carries_a_signed_codebook(released, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     sc = released["sc"]
     public = sc.public_key()
     for manifest, records in released["releases"]:
