@@ -51,37 +51,6 @@ def privacy_defaults() -> dict[str, dict[str, Any]]:
     return {name: values for name, values in out.items() if values}
 
 
-def exposed_engines() -> list[str]:
-    """The engines whose class sets ``linking_exposed`` (read from their source: :func:`declared`)."""
-    return [name for name in _ENGINES if declared(name, "linking_exposed") is True]
-
-
-def declared(name: str, attribute: str) -> Any:
-    """The constant that engine ``name``'s class body assigns to ``attribute`` (None if it assigns none),
-    read from the module's source without importing it: an engine module loads numpy, numba or scipy
-    (about a second for all of them), too much for a note such as the batch run's linking warning.
-    tests/stream/batch/test_run.py checks it against the imported classes."""
-    import ast
-    from pathlib import Path
-
-    module, cls = engine_module(name), _ENGINES[name].split(":")[1]
-    path = Path(__file__).resolve().parents[2].joinpath(*module.split(".")).with_suffix(".py")
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            for stmt in node.body:
-                target: ast.expr
-                value: ast.expr | None
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-                    target, value = stmt.targets[0], stmt.value
-                elif isinstance(stmt, ast.AnnAssign):
-                    target, value = stmt.target, stmt.value
-                else:
-                    continue
-                if isinstance(target, ast.Name) and target.id == attribute and isinstance(value, ast.Constant):
-                    return value.value
-    return None
-
-
 def engine_module(name: str) -> str:
     """The module that defines engine ``name``, without importing it."""
     if name not in _ENGINES:

@@ -36,7 +36,7 @@ def history_before(ledger: str | None, schema: Any, frame: pd.DataFrame, notify:
     """With a ledger (a SQLite file or URL): the input's fingerprints and the rows already released;
     without: warn once."""
     if not ledger:
-        from core.engines.registry import exposed_engines  # each engine's linking_exposed (docs/privacy.md)
+        from stream.batch.exposure import exposed_engines
 
         notify(NO_LEDGER_WARNING.format(engines=", ".join(exposed_engines())))
         return None

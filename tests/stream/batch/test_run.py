@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 from core.encoding import Schema, encode
-from core.engines.registry import declared, engine_names, exposed_engines, get_engine, make_params
+from core.engines.registry import engine_names, get_engine, make_params
 from core.generators.crime import generate_crime_reports
 from core.verify import verify_release
+from stream.batch.exposure import declared, exposed_engines
 from stream.batch.run import BatchOptions, BatchResult, anonymize_table
 from stream.io.specs import load_schema
 from stream.io.tables import read_for_spec
