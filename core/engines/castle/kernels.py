@@ -152,36 +152,55 @@ def join_il_lca(lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray, active: np.ndar
 def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arrival: np.ndarray, pcode: np.ndarray,
                    scode: np.ndarray, have_p: np.ndarray, have_s: np.ndarray, k: int, ell: int, lo: np.ndarray,
                    hi: np.ndarray, lvl: np.ndarray, maps: np.ndarray, leafcost: np.ndarray, tree: np.ndarray,
-                   ordered: np.ndarray, vals: np.ndarray, weights: np.ndarray,
-                   hull_eps: float) -> np.ndarray:  # pragma: no cover
+                   ordered: np.ndarray, vals: np.ndarray, weights: np.ndarray, hull_eps: float,
+                   give_up: float, monotone: bool) -> tuple[np.ndarray, float]:  # pragma: no cover
     """Rows of ``leaves`` a cluster ``(lo, hi, lvl)`` (updated in place) holding the persons ``have_p`` and
     values ``have_s`` (codes) takes in, one at a time, until it has ``k`` persons and ``ell`` values: each
     time the alive row of least joined loss (the lowest ``arrival`` on ties) among those bringing a new
     person (while it lacks persons) and a new value (while it lacks values). Empty when that fails.
-    ``pts``: zeros shaped as ``leaves`` (its rows are points, level 0)."""
+    ``pts``: zeros shaped as ``leaves`` (its rows are points, level 0). Returns the rows and -1, or, as soon
+    as the cluster's own loss reaches ``give_up`` (it only grows), no rows and that loss. ``monotone``: a
+    node never costs less than a node below it, so a row's loss against a smaller cluster is a lower bound
+    of its loss now and is recomputed only when that bound could win (lazy greedy; same rows)."""
     pids, sens = set(have_p), set(have_s)
     n, d = leaves.shape
     zero = np.zeros(d, np.int32)
-    cost = np.full(n, np.inf)
+    cost = np.zeros(n)  # a lower bound of each row's joined loss, exact where ``fresh`` is ``version``
+    fresh = np.full(n, -1, np.int64)
     taken = np.empty(n, np.int64)
-    m, stale = 0, True
+    m, stale, version = 0, True, 0
+    lca = np.zeros((d, maps.shape[2]), np.int32)
     while len(pids) < k or len(sens) < ell:
         need_p, need_s = len(pids) < k, len(sens) < ell
         if stale:  # the joined losses change only when the cluster's generalisation does
             lca = _lca(maps, tree, lo, lvl)
-            for r in range(n):
-                if alive[r]:
-                    cost[r] = _row_cost(leaves, leaves, pts, r, lo, hi, lvl, lca, maps, leafcost, tree, ordered,
-                                        vals, weights, hull_eps)
+            own = _row_cost(lo.reshape(1, d), hi.reshape(1, d), lvl.reshape(1, d), 0, lo, hi, lvl, lca, maps,
+                            leafcost, tree, ordered, vals, weights, hull_eps)
+            if own >= give_up:
+                return taken[:0], own
+            version += 1
             stale = False
+            if not monotone:  # old losses are no lower bounds: all afresh
+                for r in range(n):
+                    if alive[r]:
+                        cost[r] = _row_cost(leaves, leaves, pts, r, lo, hi, lvl, lca, maps, leafcost, tree,
+                                            ordered, vals, weights, hull_eps)
+                        fresh[r] = version
         best, best_cost, best_arrival = -1, np.inf, 0
-        for r in range(n):
-            if not alive[r] or (need_p and pcode[r] in pids) or (need_s and scode[r] in sens):
+        for r in range(n):  # a row whose bound already loses is skipped without computing its loss
+            if not alive[r] or cost[r] > best_cost or (cost[r] == best_cost and arrival[r] >= best_arrival):
                 continue
-            if cost[r] < best_cost or (cost[r] == best_cost and arrival[r] < best_arrival):
-                best, best_cost, best_arrival = r, cost[r], arrival[r]
+            if (need_p and pcode[r] in pids) or (need_s and scode[r] in sens):
+                continue
+            if fresh[r] != version:
+                cost[r] = _row_cost(leaves, leaves, pts, r, lo, hi, lvl, lca, maps, leafcost, tree, ordered, vals,
+                                    weights, hull_eps)
+                fresh[r] = version
+                if cost[r] > best_cost or (cost[r] == best_cost and arrival[r] >= best_arrival):
+                    continue
+            best, best_cost, best_arrival = r, cost[r], arrival[r]
         if best < 0:
-            return taken[:0]
+            return taken[:0], -1.0
         alive[best] = False
         taken[m] = best
         m += 1
@@ -190,4 +209,4 @@ def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arriv
         was = lo.copy(), hi.copy(), lvl.copy()
         join_one(lo, hi, lvl, leaves[best], leaves[best], zero, maps, ordered)
         stale = not ((was[0] == lo).all() and (was[1] == hi).all() and (was[2] == lvl).all())
-    return taken[:m]
+    return taken[:m], -1.0

@@ -84,9 +84,10 @@ class TupleTable:
         self.free.append(row)
 
 
-def plan_nearest(stream: CastleStream, slot: int) -> tuple[list[Hashable], float] | None:
+def plan_nearest(stream: CastleStream, slot: int, give_up: float = np.inf) -> tuple[list[Hashable], float] | None:
     """The waiting tuples ``slot``'s cluster takes in, nearest first, until valid, and its loss then; None
-    when the waiting tuples cannot make it valid."""
+    when the waiting tuples cannot make it valid. Once the growing cluster's loss reaches ``give_up``
+    (where the caller prefers another way out) the plan stops: no tuples, and that loss."""
     pool, sp, s, table = stream.pool, stream.space, stream.s, stream.table
     c = pool.get(slot)
     lo, hi, lvl = pool.lo[slot].copy(), pool.hi[slot].copy(), pool.lvl[slot].copy()
@@ -94,9 +95,11 @@ def plan_nearest(stream: CastleStream, slot: int) -> tuple[list[Hashable], float
     alive[[stream.tuples[t].row for t in c.members]] = False
     have_p = np.array([table.persons[p] for p in c.pids], np.int64)
     have_s = np.array([table.values[v] for v in c.sens], np.int64)
-    rows = nearest_tuples(table.leaves, table.zeros, alive, table.arrival, table.pcode, table.sens, have_p, have_s,
-                          s.k, s.l, lo, hi, lvl, sp.maps, sp.leafcost, sp.tree, sp.ordered, sp.vals, sp.weights,
-                          HULL_EPS)
+    rows, reached = nearest_tuples(table.leaves, table.zeros, alive, table.arrival, table.pcode, table.sens, have_p,
+                                   have_s, s.k, s.l, lo, hi, lvl, sp.maps, sp.leafcost, sp.tree, sp.ordered, sp.vals,
+                                   sp.weights, HULL_EPS, give_up, sp.monotone)
+    if reached >= 0:
+        return [], reached
     if not len(rows):
         return None
     taken = [table.ids[r] for r in rows]
@@ -140,8 +143,8 @@ def plan_clusters(stream: CastleStream, slot: int, final: bool) -> tuple[list[in
 def _rest_too_small(stream: CastleStream, pids: Counter, sens: Counter) -> bool:
     """Would the open tuples outside a cluster (its tuples per person ``pids`` and per value ``sens``) hold
     fewer than k persons or l values?"""
-    rest = sum(1 for p, n in stream.open_pids.items() if n > pids.get(p, 0))
-    values = sum(1 for v, n in stream.open_sens.items() if n > sens.get(v, 0))
+    rest = len(stream.open_pids) - sum(1 for p, n in pids.items() if stream.open_pids.get(p, 0) <= n)
+    values = len(stream.open_sens) - sum(1 for v, n in sens.items() if stream.open_sens.get(v, 0) <= n)
     return rest > 0 and (rest < stream.s.k or values < stream.s.l)
 
 

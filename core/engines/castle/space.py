@@ -53,6 +53,11 @@ class Space:
         return np.take_along_axis(self.cost, self.maps.astype(np.int64), axis=2)
 
     @cached_property
+    def monotone(self) -> bool:
+        """Does no node cost less than a node below it (every leaf's cost non-decreasing up the levels)?"""
+        return bool((np.diff(self.leafcost, axis=1) >= 0).all())
+
+    @cached_property
     def tree(self) -> np.ndarray:
         """Per QI: is the smallest node covering two clusters found from one leaf of each (the node of their
         common ancestor)? True for categorical QIs; for ordered ones when every node's leaves are contiguous,

@@ -166,7 +166,8 @@ class CastleStream:
         if len(self.open_pids) < self.s.k or len(self.open_sens) < self.s.l:
             self._last_resort(tid, "too-few-waiting", out)
             return
-        nearest = plan_nearest(self, w.slot)
+        give_up = self.omega.loss[j] / REUSE_OVER_MERGE if reusable and not final else np.inf
+        nearest = plan_nearest(self, w.slot, give_up)  # stops where the reuse below wins anyway
         if nearest is not None and final and rest_too_small(self, w.slot, nearest[0]):
             nearest = None  # the end of the stream: what stays out could not leave on its own
         chain, merged_loss = plan_clusters(self, w.slot, final) if nearest is None else ([], nearest[1])

@@ -33,11 +33,18 @@ def _fed(seed: int, n: int, s: Settings, persons: int) -> tuple[CastleStream, np
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**16), k=st.integers(2, 6), ell=st.integers(1, 3), persons=st.sampled_from([12, 60]))
-def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed: int, k: int, ell: int, persons: int) -> None:
+@given(seed=st.integers(0, 2**16), k=st.integers(2, 6), ell=st.integers(1, 3), persons=st.sampled_from([12, 60]),
+       lazy=st.booleans())
+def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed: int, k: int, ell: int, persons: int,
+                                                                  lazy: bool) -> None:
+    """``lazy``: losses recomputed only where their lower bound could win (costs that grow up the
+    hierarchy, as here); else all afresh after every growth of the cluster. Both give the oracle's rows."""
     s = Settings(k=k, l=ell, delta_tuples=10_000, mu=5)
     stream, _ = _fed(seed, 60, s, persons)
     sp = stream.space
+    assert sp.monotone
+    if not lazy:
+        sp.__dict__["monotone"] = False
     slot = stream.tuples[0].slot
     plan = plan_nearest(stream, slot)
     c = stream.pool.get(slot)
@@ -97,3 +104,14 @@ def test_the_same_seed_gives_the_same_release_and_the_table_grows() -> None:
     a, b = (eng.anonymize(encode(df, SCHEMA), make_params(eng, values), np.random.default_rng(5)) for _ in range(2))
     pd.testing.assert_frame_equal(a.rows, b.rows)
     assert np.array_equal(a.class_ids, b.class_ids)
+
+
+def test_the_merge_plan_stops_once_its_loss_reaches_the_give_up_bound() -> None:
+    stream, _ = _fed(7, 60, Settings(k=6, l=2, delta_tuples=10_000, mu=5), 60)
+    slot = stream.tuples[0].slot
+    full = plan_nearest(stream, slot)
+    assert full is not None and full[0]
+    stopped = plan_nearest(stream, slot, give_up=full[1] / 2)
+    assert stopped is not None and stopped[0] == []
+    assert full[1] / 2 <= stopped[1] <= full[1]  # the first loss on the way that reached the bound
+    assert plan_nearest(stream, slot) == full  # planning changes nothing
