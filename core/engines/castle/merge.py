@@ -21,15 +21,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from core.engines.castle.kernels import join_one, nearest_tuples
-from core.engines.castle.space import HULL_EPS
-
-if TYPE_CHECKING:
-    from core.engines.castle.stream import CastleStream
+from core.engines.castle.pool import OpenPool
+from core.engines.castle.records import Settings, Waiting
+from core.engines.castle.space import HULL_EPS, Space
 
 
 class TupleTable:
@@ -82,6 +81,18 @@ class TupleTable:
         self.active[row] = False
         self.ids[row] = self.pids[row] = None
         self.free.append(row)
+
+
+class CastleStream(Protocol):
+    """What the merge reads of :class:`core.engines.castle.stream.CastleStream` (no import circle)."""
+
+    space: Space
+    s: Settings
+    pool: OpenPool
+    table: TupleTable
+    tuples: dict[Hashable, Waiting]
+    open_pids: Counter
+    open_sens: Counter
 
 
 def plan_nearest(stream: CastleStream, slot: int, give_up: float = np.inf) -> tuple[list[Hashable], float] | None:
