@@ -4,7 +4,9 @@ Every arriving tuple is compared with every open cluster (best selection), every
 open cluster and every reuse check with every published cluster. Measured on Adult (8 QIs, 5,000
 clusters, load average 4.4 on 2 shared cores): the vectorised numpy reference takes about 6.3 ms per
 call (it materialises clusters x QIs x levels arrays), this loop, which stops at the first common
-level, about 1.4 ms.
+level, about 1.4 ms. The stream uses :func:`join_il_lca`, which finds the common level from a table
+computed once per call (profile of Adult k=5, delta=20000: 75 % of the CPU time was :func:`join_il`;
+1,557 -> 3,831 tuples per CPU second), and :func:`nearest_tuples` for the merge by nearest tuples.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from core.engines.castle.split import split_k, split_l
 REUSE_OVER_MERGE = 2.0
 """An expiring tuple whose cluster is too small leaves through the cheapest published cluster covering it
 when that one's loss is at most this many times the merged cluster's: the reuse moves one tuple, the merge
-at least k (Adult, k=5, delta=5000: NCP 0.0674 at 1, 0.0618 at 2, 0.0652 at 3; measured in the docs)."""
+at least k (Adult, k=5, delta=5000: NCP 0.0660 at 1, 0.0618 at 2, 0.0625 at 3; docs/engines/castle.md)."""
 
 
 class CastleStream:
