@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 import numpy as np
 import pandas as pd
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ OFFENCES = ["Theft", "Robbery", "Fraud", "Assault", "Vandalism"]
 
 
 def small_schema(with_sensitive: bool = True) -> Schema:
-    spec = {
+    spec: dict[str, Any] = {
         "name": "small",
         "identifiers": ["name"],
         "qi": [
@@ -31,7 +32,7 @@ def small_schema(with_sensitive: bool = True) -> Schema:
 
 
 @st.composite
-def small_tables(draw, min_rows: int = 8, max_rows: int = 60, few_offences: bool = False) -> pd.DataFrame:
+def small_tables(draw: st.DrawFn, min_rows: int = 8, max_rows: int = 60, few_offences: bool = False) -> pd.DataFrame:
     """``few_offences``: the offences come from the first 1 to 5 of :data:`OFFENCES` (drawn), so some tables
     cannot be made l-diverse at all."""
     seed, n = draw(st.integers(0, 2**32 - 1)), draw(st.integers(min_rows, max_rows))

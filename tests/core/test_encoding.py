@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.encoding import EncodingCache, encode
+from core.encoding import EncodedBatch, EncodingCache, encode
 from core.errors import HierarchyError
 from core.lattice import NodeEvaluator
 from core.privacy import PrivacyRequirement
@@ -15,13 +15,15 @@ from core.privacy.check import rank_ids
 from tests.strategies import make_table, small_schema
 
 
-def _same(a, b) -> None:
+def _same(a: EncodedBatch, b: EncodedBatch) -> None:
     assert a.n == b.n
     for qa, qb in zip(a.qis, b.qis, strict=True):
         assert qa.name == qb.name
         for lv in range(qa.height + 1):
             assert qa.labels[lv][qa.at(lv)].tolist() == qb.labels[lv][qb.at(lv)].tolist()
             assert np.allclose(qa.row_cost(lv), qb.row_cost(lv))
+    assert a.sensitive_labels is not None and a.sensitive_codes is not None
+    assert b.sensitive_labels is not None and b.sensitive_codes is not None
     assert a.sensitive_labels[a.sensitive_codes].tolist() == b.sensitive_labels[b.sensitive_codes].tolist()
 
 
@@ -78,14 +80,14 @@ def test_encoding_cache_reuses_only_the_same_frame_and_schema() -> None:
 
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=200))
 @settings(max_examples=50, deadline=None)
-def test_rank_ids_is_the_inverse_of_unique(ids) -> None:
+def test_rank_ids_is_the_inverse_of_unique(ids: list[int]) -> None:
     arr = np.asarray(ids, dtype=np.int64)
     assert rank_ids(arr).tolist() == np.unique(arr, return_inverse=True)[1].ravel().tolist()
 
 
 @pytest.mark.parametrize("req", [PrivacyRequirement(k=3, max_suppression=0.1),
                                  PrivacyRequirement(k=2, l=2, max_suppression=0.05)])
-def test_projection_tables_and_rollups_agree_with_the_numpy_reference(req) -> None:
+def test_projection_tables_and_rollups_agree_with_the_numpy_reference(req: PrivacyRequirement) -> None:
     """Every node of a small lattice, evaluated through cached projection tables and roll-ups from the
     smallest table below, gives exactly the numpy reference result."""
     batch = encode(make_table(11, 120), small_schema())

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from core.errors import SpecError
@@ -25,7 +27,7 @@ def test_minimal_spec_infers_hierarchy_kind() -> None:
         ({**BASE, "unknown": "maybe"}, "must be one of"),
     ],
 )
-def test_spec_errors_name_the_field(spec, fragment: str) -> None:
+def test_spec_errors_name_the_field(spec: dict[str, Any], fragment: str) -> None:
     with pytest.raises(SpecError) as exc:
         parse_spec(spec)
     assert fragment in str(exc.value)

@@ -45,6 +45,7 @@ def _chains(schema: Schema) -> dict[str, dict[str, list[str]]]:
             depth = max(len(p) for p in paths.values())
             out[q.name] = {leaf: [p[0]] * (depth - len(p) + 1) + p[1:] + ["*"] for leaf, p in paths.items()}
         elif h.kind == "table":
+            assert h.rows is not None, f"{q.name}: table rows not loaded"
             out[q.name] = {r[0]: list(r) + ([] if r[-1] == "*" else ["*"]) for r in h.rows}
     return out
 
@@ -127,7 +128,7 @@ CASES = [("crime", lambda: load_schema("crime")), ("crime+day", lambda: _with_da
 
 @pytest.mark.parametrize("engine", engine_names())
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
-def test_typed_columns_bound_the_original_values(engine, case, crime_input: pd.DataFrame,
+def test_typed_columns_bound_the_original_values(engine: str, case: str, crime_input: pd.DataFrame,
                                                  adult_input: pd.DataFrame) -> None:
     schema = dict(CASES)[case]()
     if case == "adult" and engine.startswith("cg-"):

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.dp.mechanism import noise_moments
+from core.dp.mechanism import Mechanism, noise_moments
 from core.dp.plan import count_tables, exact_counts
+from core.dp.tables import CountTable
 
 DRAWS = 1000
 Z_MAX = 4.5
@@ -43,7 +44,7 @@ def _rows() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module", params=["gaussian", "laplace"])
-def draws(request: pytest.FixtureRequest) -> tuple[str, pd.DataFrame, list]:  # type: ignore[type-arg]
+def draws(request: pytest.FixtureRequest) -> tuple[Mechanism, pd.DataFrame, list[CountTable]]:
     rows = _rows()
     replicated = pd.concat([rows] * DRAWS, ignore_index=True)
     replicated["draw"] = np.repeat([f"{d:04d}" for d in range(DRAWS)], len(rows))
@@ -52,14 +53,15 @@ def draws(request: pytest.FixtureRequest) -> tuple[str, pd.DataFrame, list]:  # 
     return request.param, rows, tables
 
 
-def _errors(rows: pd.DataFrame, table, by: tuple[str, ...]) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _errors(rows: pd.DataFrame, table: CountTable, by: tuple[str, ...]) -> np.ndarray:
     """Published minus exact, one row per draw, the cells in the grouping's domain order."""
     _, exact = exact_counts(rows, by, DOMAINS)
     noisy = np.asarray(table.counts, dtype=float).reshape(DRAWS, -1)
     return noisy - exact
 
 
-def test_every_table_total_and_shared_margin_is_unbiased(draws: tuple[str, pd.DataFrame, list]) -> None:
+def test_every_table_total_and_shared_margin_is_unbiased(
+        draws: tuple[Mechanism, pd.DataFrame, list[CountTable]]) -> None:
     mechanism, rows, tables = draws
     for by, table in zip(GROUPINGS, tables, strict=True):
         errors = _errors(rows, table, by)
@@ -76,7 +78,7 @@ def test_every_table_total_and_shared_margin_is_unbiased(draws: tuple[str, pd.Da
     assert min(min(t.counts) for t in tables) < 0  # negative counts are published as drawn
 
 
-def test_the_stated_sd_is_the_noise_sd(draws: tuple[str, pd.DataFrame, list]) -> None:
+def test_the_stated_sd_is_the_noise_sd(draws: tuple[Mechanism, pd.DataFrame, list[CountTable]]) -> None:
     """The sample variance of the cells' errors against ``sd²``, its standard error from the fourth moment."""
     mechanism, rows, tables = draws
     _, var, fourth = noise_moments(tables[0].rho, mechanism)

@@ -35,7 +35,7 @@ COLOR_NODES = {"*", *COLORS, *(c for group in COLORS.values() for c in group)}
 
 
 @st.composite
-def tables(draw) -> pd.DataFrame:
+def tables(draw: st.DrawFn) -> pd.DataFrame:
     seed, n = draw(st.integers(0, 2**32 - 1)), draw(st.integers(12, 50))
     return make(np.random.default_rng(seed), n)
 
@@ -90,7 +90,7 @@ def assert_nested(rows: pd.DataFrame, df: pd.DataFrame) -> None:
 @pytest.mark.parametrize("name", LOCAL_RECODING)
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=tables(), k=st.integers(2, 4))
-def test_local_recoding_releases_nested_labels(name: str, df, k: int) -> None:
+def test_local_recoding_releases_nested_labels(name: str, df: pd.DataFrame, k: int) -> None:
     eng = get_engine(name)
     values = {"k": k, "max_suppression": 0.1, **FAST.get(name, {})}
     if name == "cg-diverse":
@@ -110,7 +110,7 @@ def test_local_recoding_releases_nested_labels(name: str, df, k: int) -> None:
 
 
 @pytest.mark.parametrize("name", [n for n in LOCAL_RECODING if n != "local-recode"])
-def test_free_ranges_stay_available(name) -> None:
+def test_free_ranges_stay_available(name: str) -> None:
     """``bands = "free"`` gives each class its own hull: some labels overlap, and it still verifies."""
     df = make(np.random.default_rng(5), 60)
     eng = get_engine(name)
@@ -120,7 +120,7 @@ def test_free_ranges_stay_available(name) -> None:
     rel = eng.anonymize(encode(df, SCHEMA), make_params(eng, values), np.random.default_rng(3))
     assert verify_release(df, rel, SCHEMA).ok
     ages = rel.rows["age"].astype(str).unique()
-    assert any(parse_interval(a) is not None and parse_interval(a)[0] % 5 != 0 for a in ages if a != "*")
+    assert any((iv := parse_interval(a)) is not None and iv[0] % 5 != 0 for a in ages if a != "*")
 
 
 def test_local_recode_has_no_free_option() -> None:

@@ -79,7 +79,7 @@ def test_release_exists_decides_from_the_table_alone() -> None:
 @pytest.mark.parametrize("name", engine_names())
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=1, few_offences=True), k=st.integers(2, 5), use_l=st.booleans())
-def test_every_engine_meets_the_requirement(name, df, k: int, use_l: bool) -> None:
+def test_every_engine_meets_the_requirement(name: str, df: pd.DataFrame, k: int, use_l: bool) -> None:
     """An engine releases every table that can be released, and its release verifies; it refuses only
     tables that no release of could meet the request (:func:`release_exists`)."""
     eng = get_engine(name)
@@ -97,12 +97,12 @@ def test_every_engine_meets_the_requirement(name, df, k: int, use_l: bool) -> No
     assert report.ok, report.failures
     assert report.k >= k
     if params.l is not None and params.l > 1:
-        assert report.l_distinct >= params.l
+        assert report.l_distinct is not None and report.l_distinct >= params.l
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(), k=st.integers(2, 6), supp=st.sampled_from([0.0, 0.05, 0.2]), use_l=st.booleans())
-def test_optimal_matches_exhaustive(df, k: int, supp: float, use_l: bool) -> None:
+def test_optimal_matches_exhaustive(df: pd.DataFrame, k: int, supp: float, use_l: bool) -> None:
     batch = encode(df, SCHEMA)
     values = {"k": k, "max_suppression": supp, "l": 2 if use_l else None}
     try:
@@ -117,7 +117,7 @@ def test_optimal_matches_exhaustive(df, k: int, supp: float, use_l: bool) -> Non
 
 @settings(max_examples=20, deadline=None)
 @given(df=small_tables(), k=st.integers(2, 6), use_l=st.booleans())
-def test_numba_and_numpy_evaluators_agree(df, k: int, use_l: bool) -> None:
+def test_numba_and_numpy_evaluators_agree(df: pd.DataFrame, k: int, use_l: bool) -> None:
     batch = encode(df, SCHEMA)
     req = make_params("optimal", {"k": k, "max_suppression": 0.1, "l": 2 if use_l else None}).requirement()
     fast, ref = NodeEvaluator(batch, req, backend="numba"), NodeEvaluator(batch, req, backend="numpy")
@@ -132,7 +132,7 @@ def test_numba_and_numpy_evaluators_agree(df, k: int, use_l: bool) -> None:
 
 
 @pytest.mark.parametrize("name", engine_names())
-def test_same_seed_same_release(name) -> None:
+def test_same_seed_same_release(name: str) -> None:
     """Work budgets only (FAST): the first run in a process (kernels loading) does the same work as the second."""
     df = make_table(11, 40)
     eng = get_engine(name)

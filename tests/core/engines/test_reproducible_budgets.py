@@ -15,6 +15,7 @@ import pytest
 
 from core.encoding import EncodedBatch, encode
 from core.engines.base import Release, reproducible_diagnostics
+from core.engines.hetero.ils import ILSParams
 from core.engines.registry import get_engine, make_params
 from core.generators import generate_crime_reports
 from core.verify import verify_release
@@ -61,7 +62,7 @@ def quiet_runs(window: tuple[pd.DataFrame, EncodedBatch]) -> dict[str, Release]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(ENGINES))
-def test_same_window_same_release_with_the_other_core_busy(name, window: tuple[pd.DataFrame, EncodedBatch],
+def test_same_window_same_release_with_the_other_core_busy(name: str, window: tuple[pd.DataFrame, EncodedBatch],
                                                            quiet_runs: dict[str, Release],
                                                            busy_core: subprocess.Popen[bytes]) -> None:
     frame, batch = window
@@ -77,7 +78,7 @@ def test_same_window_same_release_with_the_other_core_busy(name, window: tuple[p
 
 
 @pytest.mark.parametrize("name", list(ENGINES))
-def test_the_work_budget_is_recorded(name, quiet_runs: dict[str, Release]) -> None:
+def test_the_work_budget_is_recorded(name: str, quiet_runs: dict[str, Release]) -> None:
     rel = quiet_runs[name]
     assert rel.diagnostics["budget_cap_hit"] is False
     budget = rel.diagnostics["work_budget"]
@@ -106,6 +107,6 @@ def test_ils_without_an_iteration_budget_runs_to_the_cap_and_says_so(window: tup
     frame, _ = window
     eng = get_engine("ils")
     small = encode(frame.head(300), load_schema("crime"))
-    params = eng.Params(k=5, max_iterations=None, time_limit=0.2, passes=2)  # anytime mode, explicitly
+    params = ILSParams(k=5, max_iterations=None, time_limit=0.2, passes=2)  # anytime mode, explicitly
     rel = eng.anonymize(small, params, np.random.default_rng(1))
     assert rel.diagnostics["budget_cap_hit"] is True

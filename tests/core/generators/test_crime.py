@@ -114,10 +114,10 @@ def test_crime_spec_describes_the_generated_records(reports: pd.DataFrame) -> No
     assert spec.time_column == "event_time"
     assert {"name", "dob", "report_id"} <= set(spec.identifiers)
     assert spec.qi_names == ["age", "sex", "suburb", "postcode", "reporter"]
-    assert spec.sensitive.severity == SEVERITY
+    assert spec.sensitive is not None and spec.sensitive.severity == SEVERITY
     for paper, value in {"Embezzlement": 3, "Disorderly conduct": 3, "Theft": 5, "Drunken driving": 5,
                          "Robbery": 7, "Murder": 25}.items():
-        assert spec.sensitive.severity[paper] == value
+        assert spec.sensitive.severity is not None and spec.sensitive.severity[paper] == value
     batch = encode(reports, load_schema("crime"))
     assert batch.n == len(reports)
     assert "name" not in batch.frame.columns and "report_id" not in batch.frame.columns

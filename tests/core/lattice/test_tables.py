@@ -16,7 +16,9 @@ def test_below_picks_the_smallest_table_under_the_node() -> None:
     cache.add((0, 1, 0), *_tab(50))
     cache.add((1, 1, 0), *_tab(20))
     cache.add((2, 2, 2), *_tab(2))  # not below (1, 1, 1)
-    src, _, cnt = cache.below((1, 1, 1), limit=100)
+    found = cache.below((1, 1, 1), limit=100)
+    assert found is not None
+    src, _, cnt = found
     assert src == (1, 1, 0) and len(cnt) == 20
     assert cache.below((1, 1, 1), limit=20) is None  # nothing smaller than the limit
     assert cache.below((0, 0, 0), limit=100) is None
@@ -28,13 +30,16 @@ def test_oldest_tables_are_evicted_beyond_the_cell_budget() -> None:
         cache.add((i, 0), *_tab(40))
         assert cache.cells <= 300 or len(cache.tables) == 1
     assert (199, 0) in cache and (0, 0) not in cache
-    assert cache.below((500, 0), limit=1000)[0][0] >= 197
+    found = cache.below((500, 0), limit=1000)
+    assert found is not None and found[0][0] >= 197
 
 
 def test_projection_table_counts_distinct_leaf_combinations() -> None:
     bottom = np.array([[0, 1, 2, 0], [0, 1, 3, 1], [1, 0, 2, 1], [0, 2, 2, 0]], np.int32)  # 3 QIs + sensitive
     counts = np.array([2, 3, 4, 5], np.int64)
-    tab, cnt = projection_table(bottom, counts, attrs=[0, 2], sizes=[2, 4, 2], extra=1)
+    table = projection_table(bottom, counts, attrs=[0, 2], sizes=[2, 4, 2], extra=1)
+    assert table is not None
+    tab, cnt = table
     got = {tuple(r): int(c) for r, c in zip(tab.tolist(), cnt, strict=True)}
     # QI 1 is at the top (code 0); rows 0 and 3 share (0, *, 2, s=0).
     assert got == {(0, 0, 2, 0): 7, (0, 0, 3, 1): 3, (1, 0, 2, 1): 4}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -12,7 +13,7 @@ from core.errors import SpecError
 from core.metrics.utility import publishable_utility, tvd, utility_paragraph, utility_report
 from core.schema import parse_spec
 
-SPEC = {"name": "small", "qi": [
+SPEC: dict[str, Any] = {"name": "small", "qi": [
     {"name": "age", "type": "numeric", "hierarchy": {"widths": [10, 20], "domain": [0, 100], "integer": True}},
     {"name": "colour", "type": "categorical", "hierarchy": {"tree": {"Warm": ["red", "orange"], "Cool": ["blue"]}}},
 ], "sensitive": {"name": "offence"}, "utility": {"crosstab": ["colour:1", "offence"]}}

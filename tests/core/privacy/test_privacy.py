@@ -34,12 +34,12 @@ def test_class_ok_combines_models() -> None:
 
 
 @pytest.fixture(scope="module")
-def adult_with_sensitive(adult_df: pd.DataFrame):
+def adult_with_sensitive(adult_df: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str]:
     qis = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
     return adult_df, qis, "occupation"
 
 
-def test_levels_match_pycanon_on_adult(adult_with_sensitive) -> None:
+def test_levels_match_pycanon_on_adult(adult_with_sensitive: tuple[pd.DataFrame, list[str], str]) -> None:
     df, qis, sens = adult_with_sensitive
     cls = df.groupby(qis).ngroup().to_numpy()
     ours = achieved(cls, pd.factorize(df[sens])[0])

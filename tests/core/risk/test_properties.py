@@ -21,7 +21,7 @@ SCHEMA = small_schema()
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(), k=st.integers(2, 6), engine=st.sampled_from(["optimal", "mondrian", "datafly"]))
-def test_prosecutor_risk_of_a_release_is_at_most_one_over_k(df, k: int, engine: str) -> None:
+def test_prosecutor_risk_of_a_release_is_at_most_one_over_k(df: pd.DataFrame, k: int, engine: str) -> None:
     eng = get_engine(engine)
     params = make_params(eng, {"k": k, "max_suppression": 0.1})
     try:
@@ -37,7 +37,7 @@ def test_prosecutor_risk_of_a_release_is_at_most_one_over_k(df, k: int, engine: 
 
 @settings(max_examples=50, deadline=None)
 @given(df=small_tables(min_rows=2), pick=st.integers(0, 10**6))
-def test_adding_a_row_never_raises_a_members_risk(df, pick: int) -> None:
+def test_adding_a_row_never_raises_a_members_risk(df: pd.DataFrame, pick: int) -> None:
     qi = SCHEMA.qi_names
     cls, sizes = class_index(df, qi)
     before = 1.0 / sizes[cls]
@@ -48,22 +48,23 @@ def test_adding_a_row_never_raises_a_members_risk(df, pick: int) -> None:
 
 
 @st.composite
-def class_sizes(draw) -> np.ndarray:
+def class_sizes(draw: st.DrawFn) -> np.ndarray:
     return np.asarray(draw(st.lists(st.integers(1, 40), min_size=1, max_size=200)), dtype=np.int64)
 
 
 @settings(max_examples=60, deadline=None)
 @given(sizes=class_sizes(), pi=st.floats(0.001, 1.0))
-def test_estimators_in_unit_interval(sizes, pi: float) -> None:
+def test_estimators_in_unit_interval(sizes: np.ndarray, pi: float) -> None:
     n = int(sizes.sum())
     est = uniqueness(sizes, max(round(n / pi), n))
     for model in ("pitman", "zayatz", "snb", "dankar"):
-        assert est[model] is None or 0.0 <= est[model] <= 1.0
+        value = est[model]
+        assert value is None or (not isinstance(value, str) and 0.0 <= value <= 1.0)
 
 
 @settings(max_examples=60, deadline=None)
 @given(sizes=class_sizes())
-def test_estimators_equal_sample_uniques_at_fraction_one(sizes) -> None:
+def test_estimators_equal_sample_uniques_at_fraction_one(sizes: np.ndarray) -> None:
     n = int(sizes.sum())
     est = uniqueness(sizes, n)
     share = (sizes == 1).sum() / n

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import encode
+from core.engines.base import Release
 from core.engines.registry import engine_names, get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.privacy import PrivacyRequirement
@@ -38,6 +40,7 @@ def test_verifier_refuses_a_k5_release_at_max_risk_0_1() -> None:
     report = verify_release(df, rel, SCHEMA, strict)
     assert not report.ok
     assert any("highest prosecutor risk" in f and "max_risk=0.1" in f for f in report.failures)
+    assert ok.avg_risk is not None
     tight_avg = rel.requirement.model_copy(update={"avg_risk": ok.avg_risk / 2})
     assert any("average prosecutor risk" in f for f in verify_release(df, rel, SCHEMA, tight_avg).failures)
 
@@ -60,9 +63,9 @@ def test_every_engine_enforces_or_refuses(name: str) -> None:
         report = verify_release(df, rel, SCHEMA)
         assert report.ok, report.failures
         if field == "max_risk":
-            assert report.max_risk <= value
+            assert report.max_risk is not None and report.max_risk <= value
         else:
-            assert report.avg_risk <= value + 1e-9
+            assert report.avg_risk is not None and report.avg_risk <= value + 1e-9
 
 
 def test_full_domain_engines_enforce_both() -> None:
@@ -74,11 +77,11 @@ def test_full_domain_engines_enforce_both() -> None:
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=20), avg=st.sampled_from([0.05, 0.1, 0.2]), supp=st.sampled_from([0.0, 0.1, 0.3]))
-def test_optimal_matches_exhaustive_under_avg_risk(df, avg: float, supp: float) -> None:
+def test_optimal_matches_exhaustive_under_avg_risk(df: pd.DataFrame, avg: float, supp: float) -> None:
     """avg_risk is not monotone with suppression: the branch and bound must still find the optimum."""
     batch = encode(df, SCHEMA)
     values = {"k": 2, "max_suppression": supp, "avg_risk": avg}
-    results = []
+    results: list[Release | None] = []
     for name in ("optimal", "exhaustive"):
         eng = get_engine(name)
         try:
@@ -89,5 +92,6 @@ def test_optimal_matches_exhaustive_under_avg_risk(df, avg: float, supp: float) 
     assert (opt is None) == (exh is None)
     assert (opt is not None) == release_exists("optimal", make_params("optimal", values), df)
     if opt is not None:
+        assert exh is not None
         assert opt.diagnostics["objective_value"] == pytest.approx(exh.diagnostics["objective_value"])
         assert verify_release(df, opt, SCHEMA).ok

@@ -16,7 +16,8 @@ from tests.strategies import make_table, small_schema
 SCHEMA = small_schema()
 
 
-def _clusters(space: Space, leaves: np.ndarray, n: int, rng: np.random.Generator):
+def _clusters(space: Space, leaves: np.ndarray, n: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``n`` clusters, each the join of 1-4 random tuples (so lo, hi and lvl are consistent)."""
     lo = np.zeros((n, space.d), np.int32)
     hi, lvl = lo.copy(), lo.copy()

@@ -4,11 +4,14 @@ to mondrian instead of pushing most rows into the all-'*' top class."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
 from core.engines.registry import get_engine, make_params
 from core.hierarchies import parse_arx_csv
 from core.schema import parse_spec
@@ -34,7 +37,7 @@ def skewed() -> tuple[pd.DataFrame, Schema]:
     return df, Schema.from_spec(spec)
 
 
-def anonymize(name: str, df: pd.DataFrame, schema: Schema, **values):
+def anonymize(name: str, df: pd.DataFrame, schema: Schema, **values: Any) -> Release:
     eng = get_engine(name)
     return eng.anonymize(encode(df, schema), make_params(eng, values), np.random.default_rng(0))
 

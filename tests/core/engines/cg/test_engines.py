@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
+from core.engines.cg.params import CGParams
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError, SpecError
 from core.generators import SEVERITY, generate_crime_reports
@@ -32,7 +35,7 @@ def crime() -> tuple[pd.DataFrame, Schema]:
     return df, load_schema("crime").restrict(["age", "suburb", "reporter"])
 
 
-def run(name: str, df: pd.DataFrame, schema: Schema, seed: int = 0, **values):
+def run(name: str, df: pd.DataFrame, schema: Schema, seed: int = 0, **values: Any) -> Release:
     eng = get_engine(name)
     return eng.anonymize(encode(df, schema), make_params(eng, {**FAST, **values}), np.random.default_rng(seed))
 
@@ -40,8 +43,8 @@ def run(name: str, df: pd.DataFrame, schema: Schema, seed: int = 0, **values):
 @pytest.mark.parametrize("name", ["cg-kanon", "cg-diverse"])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=6, max_rows=80), k=st.integers(1, 6), cap=st.sampled_from([1.0, 2.0, 4.0]))
-def test_every_release_meets_k_min_and_l_by_the_verifier(name: str, df, k: int, cap: float) -> None:
-    values = {"k": k, "cap_factor": cap, "max_suppression": 0.5}
+def test_every_release_meets_k_min_and_l_by_the_verifier(name: str, df: pd.DataFrame, k: int, cap: float) -> None:
+    values: dict[str, Any] = {"k": k, "cap_factor": cap, "max_suppression": 0.5}
     if name == "cg-diverse":
         values["l"] = 2
     try:
@@ -58,7 +61,7 @@ def test_every_release_meets_k_min_and_l_by_the_verifier(name: str, df, k: int, 
     assert report.k >= rel.diagnostics["k_min"]
     assert len(rel.suppressed) == rel.diagnostics["suppressed"]
     if name == "cg-diverse":
-        assert report.l_distinct >= 2 and len(rel.suppressed) == 0
+        assert report.l_distinct is not None and report.l_distinct >= 2 and len(rel.suppressed) == 0
 
 
 @pytest.mark.parametrize("name", ["cg-kanon", "cg-diverse"])
@@ -70,7 +73,7 @@ def test_generated_reports_verify_with_all_five_qis(name: str) -> None:
     assert report.ok, report.failures
     assert report.k >= 5 and len(rel.suppressed) == 0
     if name == "cg-diverse":
-        assert report.l_distinct >= 3
+        assert report.l_distinct is not None and report.l_distinct >= 3
     assert set(rel.rows.columns) == {"age", "sex", "suburb", "postcode", "reporter", "offence"}
 
 
@@ -99,7 +102,7 @@ def test_cg_diverse_is_l_diverse_and_more_diverse_than_cg_kanon(crime: tuple[pd.
     kanon = run("cg-kanon", df, schema)
     diverse = run("cg-diverse", df, schema, l=3)
     rep = verify_release(df, diverse, schema)
-    assert rep.ok and rep.l_distinct >= 3 and rep.k >= 5
+    assert rep.ok and rep.l_distinct is not None and rep.l_distinct >= 3 and rep.k >= 5
     assert diverse.requirement.l == 3
     assert diverse.diagnostics["l_target"] == pytest.approx(df["offence"].map(SEVERITY).mean())
     assert diverse.metrics["sensitive_frequency_mean_max"] <= kanon.metrics["sensitive_frequency_mean_max"]
@@ -182,7 +185,7 @@ def test_cg_diverse_merges_undiverse_rows_into_the_top_class(crime: tuple[pd.Dat
     part = pd.concat([theft, rest])
     rel = run("cg-diverse", part, schema, l=3, degrade=False)  # chase the target, as the paper
     rep = verify_release(part, rel, schema)
-    assert rep.ok and rep.l_distinct >= 3 and len(rel.suppressed) == 0
+    assert rep.ok and rep.l_distinct is not None and rep.l_distinct >= 3 and len(rel.suppressed) == 0
     assert rel.diagnostics["top_class_size"] > 0
     assert (rel.rows[["age", "suburb", "reporter"]] == "*").all(axis=1).sum() >= rel.diagnostics["top_class_size"]
     # the default degrades gracefully here (3 offences cannot reach the target): neighbouring classes
@@ -219,6 +222,7 @@ def test_non_positive_severity_is_an_error(crime: tuple[pd.DataFrame, Schema]) -
     with pytest.raises(SpecError, match="positive"):
         parse_spec(spec)
     batch = encode(df.head(200), schema)
+    assert batch.severity is not None
     bad = dataclasses.replace(batch, severity=np.where(batch.sensitive_labels == "Theft", -1.0, batch.severity))
     eng = get_engine("cg-kanon")
     with pytest.raises(SpecError, match=r"positive.*Theft"):
@@ -242,6 +246,7 @@ def test_missing_severity_table_and_unsupported_models_are_errors(crime: tuple[p
 def test_registry_defaults_suit_the_stream() -> None:
     for name in ("cg-kanon", "cg-diverse"):
         p = make_params(name, {"k": 5})
+        assert isinstance(p, CGParams)
         assert p.k == 5 and p.max_iterations == 100 and p.time_limit == 60.0 and p.cap_factor == 4.0
     assert make_params("cg-diverse", {}).l == 3
 
@@ -250,7 +255,7 @@ def test_ase_rule_keeps_the_guarantee(crime: tuple[pd.DataFrame, Schema]) -> Non
     df, schema = crime
     rel = run("cg-diverse", df.head(1200), schema, l=3, ase_rule=True)
     rep = verify_release(df.head(1200), rel, schema)
-    assert rep.ok and rep.l_distinct >= 3
+    assert rep.ok and rep.l_distinct is not None and rep.l_distinct >= 3
     counts = rel.rows.assign(c=rel.class_ids).groupby("c")["offence"]
     ase = counts.apply(lambda s: s.map(SEVERITY).mean())
     need = np.minimum(np.ceil(ase - 1e-9), np.floor(rel.diagnostics["l_target"]))

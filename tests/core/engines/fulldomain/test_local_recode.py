@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
+from core.engines.fulldomain.local_recode import LocalRecodeEngine, LocalRecodeParams
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.verify import verify_release
@@ -20,7 +24,7 @@ def adult_part(adult_df: pd.DataFrame) -> pd.DataFrame:
     return adult_df.sample(2000, random_state=2).reset_index(drop=True)
 
 
-def anonymize(name: str, df: pd.DataFrame, schema, **values):
+def anonymize(name: str, df: pd.DataFrame, schema: Schema, **values: Any) -> Release:
     if name == "local-recode":
         values = {"iterations": 10, **values}  # 10 rounds at most: small tables need many nodes per round
     eng = get_engine(name)
@@ -71,17 +75,20 @@ def test_deterministic_and_refuses_models_it_cannot_keep(adult_part: pd.DataFram
 @given(df=small_tables(min_rows=20, max_rows=80), k=st.integers(2, 4), use_l=st.booleans(),
        iterations=st.sampled_from([3, 10, 100]), weight=st.sampled_from([0.001, 1.0]),
        supp=st.sampled_from([0.0, 0.1]))
-def test_the_fast_search_releases_what_the_plain_search_releases(df, k: int, use_l: bool, iterations: int,
+def test_the_fast_search_releases_what_the_plain_search_releases(df: pd.DataFrame, k: int, use_l: bool, iterations: int,
                                                                  weight: float, supp: float) -> None:
     schema = small_schema()  # max_suppression 0 often merges the left-over rows into the last round
     values = {"k": k, "l": 2 if use_l else None, "iterations": iterations, "left_over_weight": weight,
               "max_suppression": supp}
-    out = []
+    out: list[Release | str] = []
     for reference in (False, True):
         eng = get_engine("local-recode")
+        assert isinstance(eng, LocalRecodeEngine)
         eng.reference = reference  # True: class tables, projection seeding, no carried infeasible set
         try:
-            out.append(eng.anonymize(encode(df, schema), make_params(eng, values), np.random.default_rng(0)))
+            params = make_params(eng, values)
+            assert isinstance(params, LocalRecodeParams)
+            out.append(eng.anonymize(encode(df, schema), params, np.random.default_rng(0)))
         except InfeasibleError as exc:
             out.append(str(exc))
     fast, plain = out

@@ -34,7 +34,8 @@ def test_node_set_over_the_lattice_answers_as_the_member_scan(upward: bool) -> N
     nodes = [tuple(int(x) for x in n) for n in Lattice(heights).all_nodes()]
     for _ in range(6):
         member = nodes[int(rng.integers(len(nodes)))]
-        fast.add(member), scan.add(member)
+        fast.add(member)
+        scan.add(member)
         for node in nodes:
             assert fast.covers(node) == scan.covers(node)
             hit = fast.cover(node)

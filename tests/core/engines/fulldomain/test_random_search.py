@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
+from core.engines.fulldomain.random_search import RandomSearchParams
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
 from core.lattice import NodeEvaluator
@@ -19,13 +23,13 @@ from tests.strategies import small_schema, small_tables
 ADULT5 = ["sex", "age", "race", "marital-status", "education"]
 
 
-def run(frame: pd.DataFrame, schema: Schema, params: dict, seed: int = 0, engine: str = "random"):
+def run(frame: pd.DataFrame, schema: Schema, params: dict[str, Any], seed: int = 0, engine: str = "random") -> Release:
     eng = get_engine(engine)
     return eng.anonymize(encode(frame, schema), make_params(eng, params), np.random.default_rng(seed))
 
 
 @pytest.fixture(scope="module")
-def adult_small(adult_df: pd.DataFrame, adult_schema: Schema):
+def adult_small(adult_df: pd.DataFrame, adult_schema: Schema) -> tuple[pd.DataFrame, Schema]:
     """1,500 Adult rows, 5 QIs: a 240-node lattice."""
     return adult_df.sample(1500, random_state=2), adult_schema.restrict(ADULT5)
 
@@ -33,7 +37,8 @@ def adult_small(adult_df: pd.DataFrame, adult_schema: Schema):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 5), supp=st.sampled_from([0.0, 0.05, 0.2]),
        budget=st.integers(1, 40), seed=st.integers(0, 2**16))
-def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: float, budget: int, seed: int) -> None:
+def test_release_always_verifies_within_suppression_limit(frame: pd.DataFrame, k: int, supp: float, budget: int,
+                                                          seed: int) -> None:
     schema = small_schema()
     params = {"k": k, "max_suppression": supp, "max_evaluations": budget}
     try:
@@ -51,7 +56,7 @@ def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: f
     assert rel.diagnostics["nodes_evaluated"] <= budget + 1
 
 
-def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small) -> None:
+def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small: tuple[pd.DataFrame, Schema]) -> None:
     frame, schema = adult_small
     common = {"k": 5, "max_suppression": 0.02, "objective": "precision"}
     opt = run(frame, schema, common, engine="exhaustive").diagnostics["objective_value"]
@@ -66,7 +71,7 @@ def test_large_budget_finds_exhaustive_optimum_for_most_seeds(adult_small) -> No
     assert all(r.diagnostics["nodes_evaluated"] <= 6 for r in small)
 
 
-def test_same_seed_same_result(adult_small) -> None:
+def test_same_seed_same_result(adult_small: tuple[pd.DataFrame, Schema]) -> None:
     frame, schema = adult_small
     a, b = (run(frame, schema, {"k": 5, "max_evaluations": 40}, 11) for _ in range(2))
     assert a.diagnostics["levels"] == b.diagnostics["levels"]
@@ -93,11 +98,12 @@ def test_falls_back_to_top_when_no_draw_is_feasible() -> None:
     ({"preprocessing": "x"}, "preprocessing"),
     ({"population": 10}, "population"),
 ])
-def test_out_of_range_params_are_clear_errors(values, field: str) -> None:
+def test_out_of_range_params_are_clear_errors(values: dict[str, Any], field: str) -> None:
     with pytest.raises(ParamsError, match=field):
         make_params("random", values)
 
 
 def test_defaults_match_the_kgen_paper() -> None:
     p = make_params("random", {})
+    assert isinstance(p, RandomSearchParams)
     assert (p.max_evaluations, p.max_suppression, p.objective) == (5000, 0.005, "precision")

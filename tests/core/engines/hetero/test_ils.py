@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,9 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import Schema, encode
-from core.engines.hetero.data import hetero_data
+from core.engines.base import Release
+from core.engines.hetero.data import HeteroData, hetero_data
 from core.engines.hetero.fastgain import PRUNED, gcp_gain, prepare
 from core.engines.hetero.graph import candidates, regular_from_clusters
+from core.engines.hetero.ils import ILSParams
 from core.engines.hetero.objective import matching_objective
 from core.engines.hetero.runner import make_state
 from core.engines.hetero.search import EPS, perturb
@@ -27,7 +31,7 @@ SCHEMA = small_schema()
 FIELDS = ("M", "W", "mn1", "mn2", "mx1", "mx2", "sm", "cnt", "ndist", "hist", "mxc", "rowcost", "rem", "remmax")
 
 
-def run_ils(df, schema=SCHEMA, seed=0, **values):
+def run_ils(df: pd.DataFrame, schema: Schema = SCHEMA, seed: int = 0, **values: Any) -> Release:
     eng = get_engine("ils")
     values = {"time_limit": 0, "max_iterations": 30, "bands": "free", **values}  # the paper's labels and GCP
     return eng.anonymize(encode(df, schema), make_params(eng, values), np.random.default_rng(seed))
@@ -37,8 +41,8 @@ def run_ils(df, schema=SCHEMA, seed=0, **values):
 @given(df=small_tables(min_rows=8, max_rows=70), k=st.integers(2, 5), objective=st.sampled_from(["gcp", "sil"]),
        start=st.sampled_from(["kmember", "lgreedy"]), seed=st.integers(0, 2**16),
        search=st.sampled_from(["assign", "2opt"]), block_size=st.integers(2, 40))
-def test_output_is_k_regular_and_never_worse_than_start(df, k: int, objective: str, start: str, seed: int, search: str,
-                                                        block_size: int) -> None:
+def test_output_is_k_regular_and_never_worse_than_start(df: pd.DataFrame, k: int, objective: str, start: str, seed: int,
+                                                        search: str, block_size: int) -> None:
     rel = run_ils(df, seed=seed, k=k, objective=objective, start=start, max_iterations=25, search=search,
                   block_size=block_size)
     report = verify_release(df, rel, SCHEMA)
@@ -54,7 +58,8 @@ def test_output_is_k_regular_and_never_worse_than_start(df, k: int, objective: s
     assert rel.metrics["gcp"] == pytest.approx(label_gcp(rel.rows, df), abs=1e-9)
 
 
-def _random_state(df, k, objective, seed):
+def _random_state(df: pd.DataFrame, k: int, objective: str,
+                  seed: int) -> tuple[HeteroData, tuple[np.ndarray, ...], tuple[np.ndarray, ...], np.random.Generator]:
     data = hetero_data(encode(df, SCHEMA))
     rng = np.random.default_rng(seed)
     cls = rng.permutation(np.arange(data.n) % max(data.n // k, 1))
@@ -66,7 +71,7 @@ def _random_state(df, k, objective, seed):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=8, max_rows=40), k=st.integers(2, 6), objective=st.sampled_from(["gcp", "sil"]),
        seed=st.integers(0, 2**16), steps=st.integers(1, 60))
-def test_incremental_delta_equals_from_scratch(df, k: int, objective: str, seed: int, steps: int) -> None:
+def test_incremental_delta_equals_from_scratch(df: pd.DataFrame, k: int, objective: str, seed: int, steps: int) -> None:
     data, S, C, rng = _random_state(df, k, objective, seed)
     if data.n < k:
         return
@@ -105,7 +110,7 @@ def test_incremental_delta_equals_from_scratch(df, k: int, objective: str, seed:
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=10, max_rows=40), k=st.integers(2, 5), objective=st.sampled_from(["gcp", "sil"]),
        seed=st.integers(0, 2**16))
-def test_perturbation_is_undone_exactly_from_its_log(df, k: int, objective: str, seed: int) -> None:
+def test_perturbation_is_undone_exactly_from_its_log(df: pd.DataFrame, k: int, objective: str, seed: int) -> None:
     data, S, C, rng = _random_state(df, k, objective, seed)
     snapshot = [x.copy() for x in S]
     cand = candidates(data, 8, objective, rng)
@@ -188,7 +193,7 @@ def test_candidates_are_the_nearest_rows(duplicates: bool) -> None:
 def test_params_are_checked() -> None:
     eng = get_engine("ils")
     with pytest.raises(ValueError, match="needs a stop"):  # no iteration budget and no cap
-        eng.Params(time_limit=0, max_iterations=None)
+        ILSParams(time_limit=0, max_iterations=None)
     with pytest.raises(ParamsError):
         eng.anonymize(encode(_table(20, 1), SCHEMA), make_params(eng, {"k": 3, "l": 2}), np.random.default_rng(0))
     with pytest.raises(ParamsError):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from core.encoding import Schema, encode
 from core.engines.hetero.assign_search import kernel_constants
 from core.engines.hetero.blocks import STRATEGIES, BlockPlanner
-from core.engines.hetero.data import hetero_data
+from core.engines.hetero.data import HeteroData, hetero_data
 from core.engines.hetero.graph import candidates, inverse, regular_from_clusters
 from core.engines.hetero.objective import _modes, matching_objective
 from core.engines.hetero.reassign import FORBIDDEN, block_costs, construct, pick_slots, reassign_block, removal_gains
@@ -32,14 +32,14 @@ def table(seed: int, n: int) -> pd.DataFrame:
                          "color": rng.choice(list("abcdef"), n), "zip": rng.choice(["801", "802", "900"], n)})
 
 
-def random_graph(seed: int, n: int, k: int):
+def random_graph(seed: int, n: int, k: int) -> tuple[HeteroData, np.ndarray, np.random.Generator]:
     data = hetero_data(encode(table(seed, n), SCHEMA))
     rng = np.random.default_rng(seed + 1)
     cls = rng.permutation(np.arange(n) % max(n // k, 1))
     return data, regular_from_clusters(cls, k, rng), rng
 
 
-def row_term(data, a: int, rows: np.ndarray, objective: str) -> float:
+def row_term(data: HeteroData, a: int, rows: np.ndarray, objective: str) -> float:
     """Anonymized row ``a``'s objective term when it generalizes exactly ``rows`` (from scratch)."""
     if objective == "gcp":
         num = ((data.xn[rows].max(0) - data.xn[rows].min(0)) * data.inv_range).sum()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import encode
+from core.engines.base import Release
 from core.engines.hetero.data import hetero_data
 from core.engines.hetero.graph import inverse, regular_from_clusters
 from core.engines.hetero.objective import clustering_gcp, clustering_sil
@@ -44,7 +47,7 @@ def label_gcp(rows: pd.DataFrame, original: pd.DataFrame) -> float:
 @pytest.mark.parametrize("name", ["kmember", "lgreedy"])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=small_tables(min_rows=6, max_rows=70), k=st.integers(1, 6), seed=st.integers(0, 2**16))
-def test_clusters_are_k_anonymous_and_verified(name: str, df, k: int, seed: int) -> None:
+def test_clusters_are_k_anonymous_and_verified(name: str, df: pd.DataFrame, k: int, seed: int) -> None:
     batch = encode(df, SCHEMA)
     eng = get_engine(name)
     if k > len(df):
@@ -140,7 +143,7 @@ def test_verifier_catches_tampering() -> None:
     assert not rep.ok
 
 
-def _with(rel, **changes):
+def _with(rel: Release, **changes: Any) -> Release:
     from dataclasses import replace
 
     return replace(rel, **changes)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
 from core.engines.nesting import NOISE, TARGET, label_qi_loss, utility_with_nesting
 from core.engines.registry import get_engine, make_params
 from core.hierarchies.intervals import range_label
@@ -42,13 +43,13 @@ def over_target(nested: float, free: float) -> bool:
     return nested > TARGET * free and nested - free > NOISE
 
 
-def run(name: str, df: pd.DataFrame, seed: int = 0, **values: object):
+def run(name: str, df: pd.DataFrame, seed: int = 0, **values: object) -> Release:
     eng = get_engine(name)
     params = make_params(eng, {"k": 4, **FAST.get(name, {}), **values})
     return eng.anonymize(encode(df, SCHEMA), params, np.random.default_rng(seed))
 
 
-def free_form(name: str, df: pd.DataFrame, rel, q: str) -> pd.Series:
+def free_form(name: str, df: pd.DataFrame, rel: Release, q: str) -> pd.Series:
     """The oracle of a QI released free: per released row, the range / set of the input rows it generalizes."""
     if name == "ils":  # heterogeneous: a row's label covers its matches
         matches = list(np.asarray(rel.diagnostics["matching"]))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -11,7 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
 from core.engines.kgen.bounds import Bounds, lattice_bounds
+from core.engines.kgen.engine import KgenParams
 from core.engines.kgen.operators import Member, crossover, horizontal_mutate, mutate, selection_weights, survivors
 from core.engines.registry import get_engine, make_params
 from core.errors import InfeasibleError, ParamsError
@@ -25,22 +29,22 @@ ADULT7 = ["sex", "age", "race", "marital-status", "education", "native-country",
 SMALL_GA = {"population": 10, "max_evaluations": 60}
 
 
-def run(engine: str, frame: pd.DataFrame, schema: Schema, params: dict, seed: int = 0):
+def run(engine: str, frame: pd.DataFrame, schema: Schema, params: dict[str, Any], seed: int = 0) -> Release:
     eng = get_engine(engine)
     return eng.anonymize(encode(frame, schema), make_params(eng, params), np.random.default_rng(seed))
 
 
 @pytest.fixture(scope="module")
-def adult_small(adult_df: pd.DataFrame, adult_schema: Schema):
+def adult_small(adult_df: pd.DataFrame, adult_schema: Schema) -> tuple[pd.DataFrame, Schema]:
     """2,000 Adult rows, 7 QIs: a 2,160-node lattice that exhaustive search covers in about a second."""
     return adult_df.sample(2000, random_state=1), adult_schema.restrict(ADULT7)
 
 
 @pytest.fixture(scope="module")
-def adult_optimum(adult_small):
+def adult_optimum(adult_small: tuple[pd.DataFrame, Schema]) -> float:
     frame, schema = adult_small
     rel = run("exhaustive", frame, schema, {"k": 5, "max_suppression": 0.02, "objective": "precision"})
-    return rel.diagnostics["objective_value"]
+    return float(rel.diagnostics["objective_value"])
 
 
 # --- guarantee ---------------------------------------------------------------------------------
@@ -49,7 +53,7 @@ def adult_optimum(adult_small):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 5), supp=st.sampled_from([0.0, 0.05, 0.2]),
        l_div=st.sampled_from([None, 2]), seed=st.integers(0, 2**16))
-def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: float, l_div: int | None,
+def test_release_always_verifies_within_suppression_limit(frame: pd.DataFrame, k: int, supp: float, l_div: int | None,
                                                           seed: int) -> None:
     schema = small_schema()
     params = {"k": k, "max_suppression": supp, "l": l_div, **SMALL_GA}
@@ -66,7 +70,7 @@ def test_release_always_verifies_within_suppression_limit(frame, k: int, supp: f
     assert len(rel.suppressed) <= int(np.floor(supp * len(frame) + 1e-9))
 
 
-def test_adult_default_params_verify_and_report_metadata(adult_small) -> None:
+def test_adult_default_params_verify_and_report_metadata(adult_small: tuple[pd.DataFrame, Schema]) -> None:
     frame, schema = adult_small
     rel = run("kgen", frame, schema, {"k": 5})
     assert verify_release(frame, rel, schema).ok
@@ -87,7 +91,8 @@ def test_adult_default_params_verify_and_report_metadata(adult_small) -> None:
 # --- near-optimality, statistically ---------------------------------------------------------------
 
 
-def test_matches_exhaustive_optimum_for_most_seeds(adult_small, adult_optimum) -> None:
+def test_matches_exhaustive_optimum_for_most_seeds(adult_small: tuple[pd.DataFrame, Schema],
+                                                   adult_optimum: float) -> None:
     frame, schema = adult_small
     seeds = range(20)
     params = {"k": 5, "max_suppression": 0.02, "population": 50, "max_evaluations": 1000}
@@ -97,7 +102,7 @@ def test_matches_exhaustive_optimum_for_most_seeds(adult_small, adult_optimum) -
     assert hits >= 0.75 * len(seeds), f"optimum hit in {hits}/{len(seeds)} seeds"
 
 
-def test_beats_random_search_on_the_same_budget(adult_small, adult_optimum) -> None:
+def test_beats_random_search_on_the_same_budget(adult_small: tuple[pd.DataFrame, Schema], adult_optimum: float) -> None:
     frame, schema = adult_small
     common = {"k": 5, "max_suppression": 0.02, "max_evaluations": 500}
     kg = [run("kgen", frame, schema, {**common, "population": 20}, s).diagnostics["objective_value"]
@@ -109,7 +114,7 @@ def test_beats_random_search_on_the_same_budget(adult_small, adult_optimum) -> N
 # --- determinism and params -------------------------------------------------------------------------
 
 
-def test_same_seed_same_result(adult_small) -> None:
+def test_same_seed_same_result(adult_small: tuple[pd.DataFrame, Schema]) -> None:
     frame, schema = adult_small
     params = {"k": 5, "max_suppression": 0.02, "population": 20, "max_evaluations": 300}
     a, b = (run("kgen", frame, schema, params, 7) for _ in range(2))
@@ -130,7 +135,7 @@ def test_same_seed_same_result(adult_small) -> None:
     ({"preprocessing": "magic"}, "preprocessing"),
     ({"generations": 5}, "generations"),
 ])
-def test_out_of_range_params_are_clear_errors(values, field: str) -> None:
+def test_out_of_range_params_are_clear_errors(values: dict[str, Any], field: str) -> None:
     with pytest.raises(ParamsError, match=field) as err:
         make_params("kgen", values)
     assert "\n" not in str(err.value)
@@ -138,6 +143,7 @@ def test_out_of_range_params_are_clear_errors(values, field: str) -> None:
 
 def test_defaults_are_table_7() -> None:
     p = make_params("kgen", {})
+    assert isinstance(p, KgenParams)
     assert (p.max_evaluations, p.population, p.crossover_rate, p.mutation_rate, p.horizontal_mutation_rate,
             p.max_suppression) == (5000, 100, 0.9, 0.2, 0.4, 0.005)
 
@@ -150,7 +156,7 @@ def outlier_table(sensitive: bool = False) -> tuple[pd.DataFrame, Schema]:
     keeps ``x`` at level 0, but §3.2's suppression-free minimum of ``x`` is its top level."""
     x = np.append(np.repeat(np.arange(10, 30), 2), 995)
     frame = pd.DataFrame({"x": x, "y": np.resize([1, 2], len(x)), "s": np.resize(["a", "b", "c"], len(x))})
-    spec = {"qi": [
+    spec: dict[str, Any] = {"qi": [
         {"name": "x", "type": "numeric", "hierarchy": {"widths": [10, 100], "domain": [0, 1000]}},
         {"name": "y", "type": "numeric", "hierarchy": {"widths": [10], "domain": [0, 100]}},
     ]}
@@ -189,7 +195,8 @@ def test_stops_once_the_reduced_box_is_exhausted() -> None:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=small_tables(), k=st.integers(2, 6), supp=st.sampled_from([0.0, 0.05, 0.15]),
        l_div=st.sampled_from([None, 2]))
-def test_suppression_aware_bounds_never_cut_a_feasible_node(frame, k: int, supp: float, l_div: int | None) -> None:
+def test_suppression_aware_bounds_never_cut_a_feasible_node(frame: pd.DataFrame, k: int, supp: float,
+                                                            l_div: int | None) -> None:
     schema = small_schema()
     batch = encode(frame, schema)
     req = PrivacyRequirement(k=k, l=l_div, max_suppression=supp)
@@ -216,7 +223,7 @@ def test_bounds_not_applied_where_unsound() -> None:
 # --- operators ------------------------------------------------------------------------------------
 
 
-def member(levels, feasible, loss=0.5, age=0, suppressed=0):
+def member(levels: Sequence[int], feasible: bool, loss: float = 0.5, age: int = 0, suppressed: int = 0) -> Member:
     return Member(tuple(levels), NodeResult(tuple(levels), feasible, suppressed, 1, 2, loss, loss), age)
 
 

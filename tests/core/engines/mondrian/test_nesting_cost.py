@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from core.encoding import Schema, encode
+from core.engines.base import Release
 from core.engines.registry import get_engine, make_params
 from core.schema import parse_spec
 from core.verify import verify_release
@@ -37,7 +38,7 @@ def skewed(n: int, seed: int, old: int = 0) -> pd.DataFrame:
                          "place": rng.choice(leaves, n, p=w / w.sum())})
 
 
-def release(df: pd.DataFrame, sch: Schema, bands: str, k: int, seed: int = 0):
+def release(df: pd.DataFrame, sch: Schema, bands: str, k: int, seed: int = 0) -> Release:
     eng = get_engine("mondrian")
     return eng.anonymize(encode(df, sch), make_params(eng, {"k": k, "bands": bands}), np.random.default_rng(seed))
 

@@ -3,13 +3,15 @@ release it selects, and selection policies."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.encoding import Schema, encode
+from core.encoding import EncodedBatch, Schema, encode
 from core.engines.pbg import DIRECTIONS, PropertyEvaluator, SearchConfig, eta_rows, parse_policy, run_search
 from core.engines.pbg.archive import boxes
 from core.engines.pbg.assess import nondominated_boxes, pareto_mask
@@ -35,7 +37,7 @@ def table(n: int = 80, seed: int = 3) -> pd.DataFrame:
     })
 
 
-def brute_indices(batch, levels, eta, labels):
+def brute_indices(batch: EncodedBatch, levels: tuple[int, ...], eta: int, labels: np.ndarray) -> dict[str, float]:
     """The indices from their definitions, on per-row generalized labels."""
     gen = batch.labels_at(levels)
     key = gen.astype(str).agg("|".join, axis=1).to_numpy()
@@ -58,7 +60,7 @@ def brute_indices(batch, levels, eta, labels):
 
 @settings(max_examples=25, deadline=None)
 @given(small_tables(min_rows=10, max_rows=80), st.data())
-def test_indices_match_their_definitions(frame, data) -> None:
+def test_indices_match_their_definitions(frame: pd.DataFrame, data: st.DataObject) -> None:
     batch = encode(frame, small_schema())
     levels = tuple(data.draw(st.integers(0, int(h))) for h in batch.heights)
     eta = data.draw(st.integers(0, len(frame) // 4))
@@ -87,7 +89,7 @@ def exhaustive(props: PropertyEvaluator) -> list[Indices]:
 
 
 @pytest.fixture(scope="module")
-def small():
+def small() -> tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]]:
     frame = table(90, seed=7)
     batch = encode(frame, small_schema())
     labels = frame["shape"].isin(["circle", "oval"]).to_numpy()
@@ -97,8 +99,9 @@ def small():
 
 @pytest.mark.parametrize("prune", [True, False])
 @pytest.mark.parametrize("objectives", [("k", "S_l", "CM"), ("k", "l", "S_k"), ("k", "GLM")])
-def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives: tuple[str, str, str] | tuple[str, str],
-                                                              prune: bool) -> None:
+def test_archive_equals_exhaustive_front_with_integer_indices(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]],
+        objectives: tuple[str, str, str] | tuple[str, str], prune: bool) -> None:
     _, batch, props, everything = small
     dirs = np.array([DIRECTIONS[o] for o in objectives])
     allv = np.array([r.vector(objectives) for r in everything])
@@ -114,7 +117,8 @@ def test_archive_equals_exhaustive_front_with_integer_indices(small, objectives:
 
 
 @pytest.mark.parametrize("prune", [True, False])
-def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune: bool) -> None:
+def test_archive_occupies_every_nondominated_box_for_k_glm(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]], prune: bool) -> None:
     _, batch, props, everything = small
     objectives, eps = ("k", "GLM"), np.array([1.0, 1.0])
     dirs = np.array([DIRECTIONS[o] for o in objectives])
@@ -130,7 +134,8 @@ def test_archive_occupies_every_nondominated_box_for_k_glm(small, prune: bool) -
     assert hits >= 6
 
 
-def test_engine_release_is_the_selected_member_and_verifies(small) -> None:
+def test_engine_release_is_the_selected_member_and_verifies(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]]) -> None:
     frame, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"objectives": "k,l,GLM", "select": "min GLM where k >= 3 and l >= 2",
@@ -152,7 +157,8 @@ def test_engine_release_is_the_selected_member_and_verifies(small) -> None:
     assert rel.metrics["loss_metric"] * batch.n * batch.d == pytest.approx(member["GLM"])
 
 
-def test_engine_is_deterministic_per_seed(small) -> None:
+def test_engine_is_deterministic_per_seed(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]]) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"k": 2, "iterations": 15, "objectives": ["S_k", "GLM"]})
@@ -161,7 +167,8 @@ def test_engine_is_deterministic_per_seed(small) -> None:
     assert a.diagnostics["front"] == b.diagnostics["front"]
 
 
-def test_unsatisfiable_policy_names_the_closest_members(small) -> None:
+def test_unsatisfiable_policy_names_the_closest_members(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]]) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     params = make_params(eng, {"iterations": 10, "objectives": "k,l,GLM", "select": "min GLM where k >= 1000"})
@@ -196,12 +203,13 @@ def test_bad_policies_are_params_errors(bad: str) -> None:
     ({"l_kind": "entropy", "l": 2}, "distinct l only"),
     ({"select": "min GLM where k >> 2"}, "parameter 'select'"),
 ])
-def test_bad_params_are_params_errors(values, match: str) -> None:
+def test_bad_params_are_params_errors(values: dict[str, Any], match: str) -> None:
     with pytest.raises(ParamsError, match=match):
         make_params("pbg-ea", values)
 
 
-def test_missing_class_attribute_or_sensitive_is_a_clear_error(small) -> None:
+def test_missing_class_attribute_or_sensitive_is_a_clear_error(
+        small: tuple[pd.DataFrame, EncodedBatch, PropertyEvaluator, list[Indices]]) -> None:
     _, batch, _, _ = small
     eng = get_engine("pbg-ea")
     with pytest.raises(ParamsError, match="'CM' is unavailable"):

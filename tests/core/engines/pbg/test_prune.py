@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ ALL = ("k", "l", "S_k", "S_l", "GLM", "CM")
 
 @settings(max_examples=40, deadline=None)
 @given(small_tables(min_rows=10, max_rows=70), st.data())
-def test_bounds_hold_for_every_unevaluated_node(frame, data) -> None:
+def test_bounds_hold_for_every_unevaluated_node(frame: pd.DataFrame, data: st.DataObject) -> None:
     """For random sets of evaluated nodes, every other node's true vector is no better (in every
     index) than one of its candidate vectors, namely the one of the step holding its true k."""
     batch = encode(frame, small_schema())
@@ -50,7 +51,7 @@ def test_bounds_hold_for_every_unevaluated_node(frame, data) -> None:
 
 @settings(max_examples=30, deadline=None)
 @given(small_tables(min_rows=10, max_rows=70), st.data())
-def test_a_pruned_node_would_be_rejected_by_the_archive(frame, data) -> None:
+def test_a_pruned_node_would_be_rejected_by_the_archive(frame: pd.DataFrame, data: st.DataObject) -> None:
     batch = encode(frame, small_schema())
     eta = data.draw(st.integers(0, len(frame) // 3))
     props = PropertyEvaluator(batch, eta, np.asarray(frame["color"].isin(["red", "blue"])))
@@ -73,7 +74,8 @@ def test_a_pruned_node_would_be_rejected_by_the_archive(frame, data) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(offers(), st.data())
-def test_rejects_is_updates_rejection_and_is_monotone(case, data) -> None:
+def test_rejects_is_updates_rejection_and_is_monotone(case: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                                                      data: st.DataObject) -> None:
     _, eps, dirs, vecs = case
     arch = Archive(eps, dirs)
     for i, v in enumerate(vecs):
@@ -118,13 +120,16 @@ def test_pruning_evaluates_fewer_nodes_and_each_pruned_node_is_dominated() -> No
 
 
 def test_engine_prune_flag_and_diagnostics() -> None:
+    from core.engines.pbg.engine import PBGEAEngine, PBGParams
     from core.engines.registry import get_engine, make_params
 
     props = _small_props()
     eng = get_engine("pbg-ea")
-    on = eng.search(props.batch, make_params(eng, {"iterations": 20, "max_suppression": 0.05}),
-                    np.random.default_rng(3))[1]
-    off = eng.search(props.batch, make_params(eng, {"iterations": 20, "max_suppression": 0.05, "prune": False}),
-                     np.random.default_rng(3))[1]
+    assert isinstance(eng, PBGEAEngine)
+    on_params = make_params(eng, {"iterations": 20, "max_suppression": 0.05})
+    off_params = make_params(eng, {"iterations": 20, "max_suppression": 0.05, "prune": False})
+    assert isinstance(on_params, PBGParams) and isinstance(off_params, PBGParams)
+    on = eng.search(props.batch, on_params, np.random.default_rng(3))[1]
+    off = eng.search(props.batch, off_params, np.random.default_rng(3))[1]
     assert on["prune"] and on["nodes_pruned"] > 0 and on["nodes_evaluated"] < off["nodes_evaluated"]
     assert not off["prune"] and off["nodes_pruned"] == 0
