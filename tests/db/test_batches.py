@@ -4,6 +4,7 @@ windows a batch completed are merged into releases worth publishing, and the ope
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ def report(i: int, day: int, station: str = "S1") -> IncomingReport:
                           event_time=DAY + timedelta(days=day), data={"age": "30", "sex": "F", "offence": "Theft"})
 
 
-def open_windows(db, key: str = "station:S1") -> list[Window]:  # type: ignore[no-untyped-def]
+def open_windows(db: Database, key: str = "station:S1") -> list[Window]:
     with db.read() as s:
         return list(s.execute(select(Window).where(Window.key == key, Window.state == "open")
                               .order_by(Window.start, Window.seq)).scalars())
@@ -79,7 +80,9 @@ def test_a_push_that_died_is_ended_by_the_next_push_or_held_a_day_at_most(ledger
     pool.ingest([report(0, 200), report(1, 1)], [], NOW)
     assert due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=1)) == []  # no end marker yet: held
     flushed = request_flush(ledger_db, POLICY, ["station:S1"], NOW + timedelta(hours=1))  # the operator's way out
-    assert set(due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=1))) == set(flushed[0]["windows"])
+    windows = flushed[0]["windows"]
+    assert isinstance(windows, list)
+    assert set(due_windows(ledger_db, POLICY, 60, NOW + timedelta(hours=1))) == set(windows)
     with ledger_db.unit() as s:  # unflag: the test goes on without the flush
         s.execute(update(Window).values(flush=False))
     # the station's next push ends the dead one: its windows are merged and closed with the new batch's
@@ -173,7 +176,7 @@ def test_flush_asks_for_a_release_of_what_waits(ledger_db: Database) -> None:
     repo.finish_window(w.id, "carried", "too small", NOW, worker="a")  # 3 reports wait in a carried window
     assert repo.accounting()["carried"] == 3
     done = request_flush(ledger_db, POLICY, ["station:S1", "station:S2", "station:S3"], NOW)
-    assert [(d["key"], d["pending"], len(d["windows"])) for d in done] == [
+    assert [(d["key"], d["pending"], len(cast(list[str], d["windows"]))) for d in done] == [
         ("station:S1", 3, 1), ("station:S2", 1, 1), ("station:S3", 0, 0)]
     fresh = open_windows(ledger_db)[0]  # a new window of S1's day, next sequence, that adopts them
     assert (fresh.flush, fresh.seq, fresh.start) == (True, 1, w.start)

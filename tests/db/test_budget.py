@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,8 +27,9 @@ def test_charge_refuse_and_account(ledger_db: Database) -> None:
     assert info.value.block == "b2" and info.value.remaining == pytest.approx(0.1)
     assert "b2" in str(info.value) and "remaining 0.1" in str(info.value)
     with ledger_db.read() as s:
-        assert budget.remaining(s, ["b1", "b2", "b3", "b9"]) == {
+        expected: dict[str, Any] = {  # approx inside tuples: mypy cannot compare it with floats
             "b1": (1.0, pytest.approx(0.4)), "b2": (1.0, pytest.approx(0.9)), "b3": (1.0, pytest.approx(0.5))}
+        assert budget.remaining(s, ["b1", "b2", "b3", "b9"]) == expected
         assert [sp.release_id for sp in budget.spends(s)] == ["r1", "r1", "r2", "r2"]  # the refusal wrote nothing
         sums = budget.spent_by_block(s)
         assert sums == {"b1": pytest.approx(0.4), "b2": pytest.approx(0.9), "b3": pytest.approx(0.5)}
@@ -41,7 +44,7 @@ def test_charge_refuse_and_account(ledger_db: Database) -> None:
 
 
 @pytest.fixture(scope="module")
-def sqlite_db(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     import migrations
     from db import Database
 
@@ -59,7 +62,8 @@ charges = st.lists(st.tuples(st.sets(st.integers(0, 4), min_size=1, max_size=3),
 
 @settings(max_examples=40, deadline=None)
 @given(charges)
-def test_random_overlapping_charges_never_exceed_a_cap(sqlite_db, seq) -> None:  # type: ignore[no-untyped-def]
+def test_random_overlapping_charges_never_exceed_a_cap(sqlite_db: Database,
+                                                       seq: list[tuple[set[int], float, float]]) -> None:
     prefix = uuid.uuid4().hex[:8]
     model: dict[str, tuple[float, float]] = {}  # block -> (cap, spent), as the accountant should keep it
     for blocks, rho, cap in seq:
@@ -84,7 +88,7 @@ def test_random_overlapping_charges_never_exceed_a_cap(sqlite_db, seq) -> None: 
         assert sums[key] <= cap * (1 + budget.TOLERANCE)
 
 
-def _racer(url: str, barrier, me: str, out) -> None:  # type: ignore[no-untyped-def]
+def _racer(url: str, barrier: Any, me: str, out: Any) -> None:  # multiprocessing Barrier and Queue proxies
     from db import Database
 
     db = Database(url)

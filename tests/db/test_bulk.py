@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -19,7 +20,7 @@ def window_row() -> dict:
             "state": "open", "count": 0, "opened_at": T0, "last_input_at": T0}
 
 
-def pending(i: int, **extra) -> dict:
+def pending(i: int, **extra: Any) -> dict[str, Any]:
     row = {"fingerprint": f"fp{i:04d}".ljust(64, "0"), "person_fp": None if i % 2 else f"p{i}",
            "content_hash": "h".ljust(64, "0"), "station_id": "S1", "window_key": "station:S1", "window_id": "w1",
            "event_time": T0 + timedelta(minutes=i), "received_at": T0, "state": "pending",
@@ -64,7 +65,8 @@ def test_update_where_ids_counts_only_rows_that_match(ledger_db: Database) -> No
                                 {"state": "suppressed", "release_id": "r1"}) == 500
         assert update_where_ids(s, table, [], table.c.state == "pending", {"state": "x"}) == 0
     with ledger_db.read() as s:
-        counts = dict(s.execute(select(table.c.state, func.count()).group_by(table.c.state)).all())
+        counts: dict[str, int] = {state: n for state, n in s.execute(select(table.c.state, func.count())
+                                                                     .group_by(table.c.state))}
         tagged = s.execute(select(func.count()).where(table.c.release_id == "r1")).scalar_one()
     assert counts == {"released": 700, "suppressed": 500} and tagged == 500
 

@@ -48,7 +48,8 @@ def test_ledger_writes_are_fenced_by_the_claim(ledger_db: Database) -> None:
         repo.finish_window(w.id, "carried", "too small", _at(12), worker="a")
     with ledger_db.read() as s:
         assert s.execute(select(func.count()).select_from(Release)).scalar_one() == 0
-        assert s.get(Window, w.id).state == "closing"
+        stored = s.get(Window, w.id)
+        assert stored is not None and stored.state == "closing"
     assert repo.store(_stored(w.id, ids, fps), "b", _at(12)) is True
 
 

@@ -13,13 +13,13 @@ from db.models import Counter, PendingReport
 from tests.db.test_ledger import NOW, report, windows
 
 
-def _offence(db, i: int) -> str:  # type: ignore[no-untyped-def]
+def _offence(db: Database, i: int) -> str:
     with db.read() as s:
         return s.execute(select(PendingReport.data).where(
             PendingReport.fingerprint == report(i).fingerprint)).scalar_one()["offence"]
 
 
-def _counters(db) -> dict[tuple[str, str], int]:  # type: ignore[no-untyped-def]
+def _counters(db: Database) -> dict[tuple[str, str], int]:
     with db.read() as s:
         return {(c.kind, c.reason): c.count for c in s.execute(select(Counter)).scalars()}
 

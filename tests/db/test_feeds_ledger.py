@@ -10,13 +10,13 @@ from sqlalchemy import select
 
 from db import Database, PoolRepository, Rejection, ReleaseRepository, WindowPolicy
 from db.feeds import feed_of_release, feed_summary
-from db.ledger import due_windows
+from db.ledger import IncomingReport, due_windows
 from db.models import Counter, DlqEvent, Window
 from db.stations import StationRegistry
 from tests.db.test_ledger import NOW, _stored, report
 
 
-def _in(feed: str, i: int, station: str = "S1") -> object:
+def _in(feed: str, i: int, station: str = "S1") -> IncomingReport:
     """A report of ``feed`` under the same station and report number in every feed (its window key and
     fingerprint are the feed's, as stream/config/feeds.py makes them)."""
     r = report(i, station)
@@ -28,8 +28,9 @@ def test_each_feed_sees_only_its_own_windows_and_counters(ledger_db: Database) -
     PoolRepository(ledger_db, a).ingest([_in("a", i) for i in range(3)], [Rejection("S1", "bad-value", "x")], NOW)
     PoolRepository(ledger_db, b).ingest([_in("b", i) for i in range(4)], [], NOW)
     with ledger_db.read() as s:
-        feeds = dict(s.execute(select(Window.id, Window.feed)).all())
-        dlq = s.execute(select(Counter.feed, Counter.station_id, Counter.count).where(Counter.kind == "dlq")).all()
+        feeds = dict(s.execute(select(Window.id, Window.feed)).tuples().all())
+        dlq = s.execute(select(Counter.feed, Counter.station_id, Counter.count)
+                        .where(Counter.kind == "dlq")).tuples().all()
         events = s.execute(select(DlqEvent.feed)).scalars().all()
     assert sorted(feeds.values()) == ["a", "b"]
     assert dlq == [("a", "S1", 1)] and events == ["a"]

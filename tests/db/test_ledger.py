@@ -33,7 +33,7 @@ def report(i: int, station: str = "S1", t: datetime = T0, offence: str = "Theft"
                           data={"age": "30", "sex": "F", "offence": offence})
 
 
-def windows(db) -> list[Window]:  # type: ignore[no-untyped-def]
+def windows(db: Database) -> list[Window]:
     with db.read() as s:
         return list(s.execute(select(Window).order_by(Window.start, Window.seq)).scalars())
 
@@ -48,7 +48,7 @@ def test_duplicates_and_corrections_are_counted_not_stored_twice(ledger_db: Data
     assert (again.accepted, again.duplicates, again.corrections) == (1, 3, 1)
     with ledger_db.read() as s:
         assert s.execute(select(func.count()).select_from(PendingReport)).scalar_one() == 11
-        counts = dict(s.execute(select(Counter.kind, Counter.count)).all())
+        counts = dict(s.execute(select(Counter.kind, Counter.count)).tuples().all())
         assert s.execute(select(func.count()).select_from(DlqEvent)).scalar_one() == 1
     assert counts == {"dlq": 1, "duplicate": 3, "correction": 1}
     assert [w.count for w in windows(ledger_db)] == [11]

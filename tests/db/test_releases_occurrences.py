@@ -4,15 +4,16 @@ window reports arrived in, which a later window adopting them does not change)."
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from db import Database, PoolRepository, ReleaseConflict, ReleaseRepository, WindowPolicy
+from db.ledger import IncomingReport
 from tests.db.test_ledger import NOW, T0, _stored, report, windows
 
 
-def _with_content(i: int, content: str, t=T0):  # type: ignore[no-untyped-def]
+def _with_content(i: int, content: str, t: datetime = T0) -> IncomingReport:
     return dataclasses.replace(report(i, t=t), content_fp=content.ljust(64, "0"))
 
 
