@@ -102,7 +102,7 @@ EDGES = folder_edges()
 def wrong_way(edges: dict[tuple[str, str], list[str]]) -> list[str]:
     """The arrows that do not point to a lower layer."""
     return sorted(f"{a} -> {b}: " + ", ".join(sorted(why)) for (a, b), why in edges.items()
-                  if (layer_of(b) if layer_of(b) is not None else len(LAYERS)) >= (layer_of(a) or 0))
+                  if (lb if (lb := layer_of(b)) is not None else len(LAYERS)) >= (layer_of(a) or 0))
 
 
 def test_every_unit_of_core_is_placed_in_a_layer() -> None:
