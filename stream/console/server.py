@@ -8,7 +8,7 @@ import logging
 import signal
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -122,7 +122,7 @@ class ConsoleThread:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(timeout=30)
         self._stop_loop()
 
-    def __enter__(self) -> ConsoleThread:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *_exc: object) -> None:
