@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
@@ -18,7 +19,7 @@ COLUMNS = ["class_id", "age", "sex", "offence"]
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 
 
-def _release(rid: str, n: int) -> tuple[dict[str, object], list[dict[str, object]]]:
+def _release(rid: str, n: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     rows = [[i % 3, f"[{20 + i % 3 * 5}-{24 + i % 3 * 5}]", "*", "Theft"] for i in range(n)]
     msgs = record_messages(rid, COLUMNS, rows)
     return sign_manifest(contract_manifest(rid, COLUMNS, n, checksum(msgs)), KEY), msgs
@@ -26,7 +27,7 @@ def _release(rid: str, n: int) -> tuple[dict[str, object], list[dict[str, object
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 20), st.randoms(use_true_random=False))
-def test_out_of_order_and_duplicated_delivery_yields_each_release_once(n, dups, rnd) -> None:  # type: ignore[no-untyped-def]
+def test_out_of_order_and_duplicated_delivery_yields_each_release_once(n: int, dups: int, rnd: random.Random) -> None:
     manifest, msgs = _release("r-a", n)
     stream = [("r", m) for m in msgs] + [("r", rnd.choice(msgs)) for _ in range(dups)] + [("m", manifest)] * 2
     rnd.shuffle(stream)

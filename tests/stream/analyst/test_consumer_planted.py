@@ -9,7 +9,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from stream.analyst.consumer import ReleaseAssembler
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.manifests import contract_manifest
+from stream.testing.services import PostgresServer
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.rowhash import rows_digest
 from stream.wire.signing import sign_manifest
@@ -82,7 +84,7 @@ def test_older_manifests_without_row_hashes_still_complete_when_nothing_conflict
 
 
 @pytest.mark.broker
-def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka) -> None:  # type: ignore[no-untyped-def]
+def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka: EmbeddedBroker) -> None:
     """The records (a flood of planted ones first) are read before the manifest exists; once it is
     published and verified, follow_releases seeks back and writes the genuine release."""
     import uuid
@@ -121,8 +123,9 @@ def test_a_flood_read_before_its_manifest_is_read_again_on_a_real_broker(kafka) 
 @pytest.mark.broker
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg, tmp_path: Path, monkeypatch,
-                                                                        capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                                       tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The attack of issue 26: the release id is predicted from the window id, the default seed, the
     public key id and the deployment id (public in every manifest), a forged record is published under
     it as seq 0 before the worker releases the window;
@@ -156,6 +159,7 @@ def test_a_record_planted_under_the_predicted_id_before_a_real_release(kafka, pg
         monkeypatch.setenv("ANONSTREAM_TOPIC_RELEASES", sc.settings.topic_releases)
         monkeypatch.setenv("ANONSTREAM_TOPIC_ANONYMIZED", sc.settings.topic_anonymized)
         key = public.public_bytes_raw().hex()
+        assert sc.settings.broker_url is not None
         assert main(["consume", "--broker", sc.settings.broker_url, "--out", str(out), "--public-key", key,
                      "--idle", "3", "--timeout", "90"]) == 0
         printed = capsys.readouterr().out

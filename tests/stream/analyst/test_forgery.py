@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -11,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from core.errors import ParamsError
 from stream.analyst.consumer import ReleaseAssembler, write_release_csv
 from stream.io.csvsafe import neutralize
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.signing import load_private_key, private_key_from_hex, sign_manifest, verify_manifest
@@ -20,7 +22,8 @@ ATTACKER = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 COLUMNS = ["class_id", "age", "offence"]
 
 
-def _release(rid: str, rows: list[list[object]], key: Ed25519PrivateKey | None = SERVICE):
+def _release(rid: str, rows: list[list[object]],
+             key: Ed25519PrivateKey | None = SERVICE) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     msgs = record_messages(rid, COLUMNS, rows)
     manifest = contract_manifest(rid, COLUMNS, len(rows), checksum(msgs))
     return (sign_manifest(manifest, key) if key is not None else manifest), msgs
@@ -37,13 +40,15 @@ def test_signature_covers_every_field_and_only_the_service_key_verifies() -> Non
     manifest, _ = _release("r-1", [[0, "[20-24]", "Theft"]] * 2)
     assert verify_manifest(manifest, SERVICE.public_key()) is None
     assert verify_manifest(manifest, ATTACKER.public_key()) == "signed by another key"
-    assert verify_manifest({**manifest, "k": 50}, SERVICE.public_key()).startswith("bad signature")
+    assert (problem := verify_manifest({**manifest, "k": 50}, SERVICE.public_key())) is not None
+    assert problem.startswith("bad signature")
     unsigned = {k: v for k, v in manifest.items() if k != "signature"}
     assert verify_manifest(unsigned, SERVICE.public_key()) == "unsigned manifest"
     # an attacker who copies the service's key id still cannot sign
     forged = sign_manifest(unsigned, ATTACKER)
     forged["signature"]["key_id"] = manifest["signature"]["key_id"]
-    assert verify_manifest(forged, SERVICE.public_key()).startswith("bad signature")
+    assert (problem := verify_manifest(forged, SERVICE.public_key())) is not None
+    assert problem.startswith("bad signature")
 
 
 @pytest.mark.parametrize("rid", ["../outside/x", "/tmp/abs", "..", "a/b", "r-1\x00", "é", "x" * 65, 7, None])
@@ -100,8 +105,9 @@ def test_signing_key_rules(tmp_path: Path) -> None:
 
 
 @pytest.mark.broker
-def test_consume_on_a_real_broker_writes_only_verified_releases_inside_out(kafka, tmp_path, monkeypatch,
-                                                                          capsys) -> None:  # type: ignore[no-untyped-def]
+def test_consume_on_a_real_broker_writes_only_verified_releases_inside_out(kafka: EmbeddedBroker, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
     """A forged manifest, a path-traversal id, an absolute id and garbage on the releases topic: ``consume``
     writes nothing outside ``--out``, accepts nothing forged, and keeps going to the genuine release."""
     import uuid
@@ -140,7 +146,8 @@ def test_consume_on_a_real_broker_writes_only_verified_releases_inside_out(kafka
     assert "refused" in printed and "signed by another key" in printed and "not JSON" in printed
 
 
-def test_keys_cli_prints_the_public_key_and_fresh_secrets(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_keys_cli_prints_the_public_key_and_fresh_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
     from stream.config.settings import weak_key
 

@@ -69,7 +69,8 @@ def _refused_everywhere(out: Path, rid: str, *words: str, counts: bool = False) 
     with one line holding ``words``; the other release still checks."""
     problems = _problems(out)
     assert problems["r-other"] is None
-    assert problems[rid] is not None and all(w in problems[rid] for w in words), problems[rid]
+    problem = problems[rid]
+    assert problem is not None and all(w in problem for w in words), problem
     with pytest.raises(ReleaseCheckError) as exc:
         read_releases(out, verify=True, public_key=PUBLIC)
     assert set(exc.value.failed) == {rid}

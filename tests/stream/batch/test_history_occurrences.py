@@ -25,7 +25,7 @@ def _key(r: dict[str, str]) -> tuple[str, ...]:
     return r["precinct"], f"{y}-{m:02d}-{d:02d}", str(int(r["age"])), r["sex"].upper(), r["offence"]
 
 
-def _run(src: Path, spec: Path, ledger: Path, tmp_path: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
+def _run(src: Path, spec: Path, ledger: Path, tmp_path: Path) -> tuple[dict, str]:
     rep = tmp_path / f"{src.stem}.json"
     proc = cli("anonymize", str(src), "--spec", str(spec), "--engine", "optimal", "-k", "5",
                "--max-suppression", "0", "--ledger", str(ledger), "--report", str(rep),

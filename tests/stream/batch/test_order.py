@@ -12,7 +12,8 @@ from stream.worker.sampling import publish_order
 
 def _table(n: int = 600) -> pd.DataFrame:
     rng = np.random.default_rng(3)
-    frame = pd.DataFrame({"a": rng.choice(["x", "=y", "-1", None], n), "b": rng.integers(0, 4, n),
+    frame = pd.DataFrame({"a": rng.choice(np.array(["x", "=y", "-1", None], dtype=object), n),
+                          "b": rng.integers(0, 4, n),
                           "c": rng.choice([1.5, np.nan, 2.0], n),
                           "d": pd.array(rng.choice([True, False], n), dtype="boolean"),
                           "e": rng.choice(["1", "é", "1é"], n), "f": rng.choice([1, 10, 2, -1], n)})

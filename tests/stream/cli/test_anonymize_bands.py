@@ -11,7 +11,7 @@ from core.hierarchies.intervals import parse_interval
 from tests.stream.cli.test_anonymize import assert_one_line_error, cli, tiny  # noqa: F401 (fixture)
 
 
-def _ages(tiny, tmp_path: Path, *extra: str) -> set[str]:  # noqa: F811
+def _ages(tiny: tuple[Path, Path], tmp_path: Path, *extra: str) -> set[str]:  # noqa: F811
     spec, data = tiny
     out = tmp_path / "out.csv"
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "mondrian", "-k", "3", "--out", str(out),
@@ -24,7 +24,7 @@ NODES = {"*", *map(str, range(20, 50)), *(f"[{lo}, {lo + 10})" for lo in range(0
          *(f"[{lo}, {lo + 20})" for lo in range(0, 100, 20))}  # values, 10- and 20-year bands
 
 
-def test_nested_by_default_free_on_request(tiny, tmp_path: Path) -> None:  # noqa: F811
+def test_nested_by_default_free_on_request(tiny: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
     nested = _ages(tiny, tmp_path, "--param", "nesting_fallback=false")  # every QI nested, no per-QI fallback
     assert nested <= NODES
     free = _ages(tiny, tmp_path, "--bands", "free")
@@ -33,7 +33,8 @@ def test_nested_by_default_free_on_request(tiny, tmp_path: Path) -> None:  # noq
     assert all(b is not None for b in bounds)
 
 
-def test_a_qi_over_the_nesting_target_is_released_free_and_reported(tiny, tmp_path: Path) -> None:  # noqa: F811
+def test_a_qi_over_the_nesting_target_is_released_free_and_reported(
+        tiny: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
     """Issue 39: a QI whose nested loss exceeds 1.25x the free one falls back to free ranges; the report's
     diagnostics and utility say where and why, and one warning line says so."""
     spec, data = tiny
@@ -54,7 +55,7 @@ def test_a_qi_over_the_nesting_target_is_released_free_and_reported(tiny, tmp_pa
         assert ages <= NODES
 
 
-def test_free_bands_refused_by_an_engine_that_only_nests(tiny) -> None:  # noqa: F811
+def test_free_bands_refused_by_an_engine_that_only_nests(tiny: tuple[Path, Path]) -> None:  # noqa: F811
     spec, data = tiny
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "3", "--bands", "free")
     assert_one_line_error(proc, "releases hierarchy nodes only")

@@ -20,7 +20,11 @@ def _flat(text: str) -> str:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_commands_help_ends_with_its_exit_codes(command: str) -> None:
-    text = _flat(build_parser(command)._subparsers._group_actions[0].choices[command].format_help())  # type: ignore[union-attr]
+    subparsers = build_parser(command)._subparsers
+    assert subparsers is not None
+    choices = subparsers._group_actions[0].choices
+    assert isinstance(choices, dict)
+    text = _flat(choices[command].format_help())
     assert _flat(exit_codes.help_line(command)) in text
     # no second, hand-written list that could disagree: a number named as an exit code is declared
     for said in re.findall(r"\bexit (\d+)\b", text, flags=re.I):

@@ -61,6 +61,7 @@ def test_nypd_spec_covers_every_offence_and_anonymizes() -> None:
     schema = load_schema("nypd")
     batch = encode(df, schema)  # fails if an offence lacks a severity
     assert batch.n == len(df)
+    assert schema.severity is not None
     assert set(schema.severity) == set(df["OFNS_DESC"])
     assert min(schema.severity.values()) >= 1
     assert schema.severity["RAPE"] > schema.severity["ROBBERY"] > schema.severity["FELONY ASSAULT"]

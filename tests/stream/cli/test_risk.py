@@ -10,7 +10,7 @@ import pandas as pd
 from tests.stream.cli.test_anonymize import assert_one_line_error, cli, tiny  # noqa: F401  (fixture)
 
 
-def test_risk_prints_the_profile(tiny) -> None:  # noqa: F811
+def test_risk_prints_the_profile(tiny: tuple[Path, Path]) -> None:  # noqa: F811
     spec, data = tiny
     proc = cli("risk", str(data), "--spec", str(spec), "--sampling-fraction", "0.1")
     assert proc.returncode == 0, proc.stderr
@@ -26,14 +26,14 @@ def test_risk_prints_the_profile(tiny) -> None:  # noqa: F811
     assert data_json["sampling_fraction"] == 40 / 400 and data_json["population"] == 400
 
 
-def test_risk_rejects_bad_population_in_one_line(tiny) -> None:  # noqa: F811
+def test_risk_rejects_bad_population_in_one_line(tiny: tuple[Path, Path]) -> None:  # noqa: F811
     spec, data = tiny
     assert_one_line_error(cli("risk", str(data), "--spec", str(spec), "--population", "10"), "smaller than the sample")
     proc = cli("risk", str(data), "--spec", str(spec), "--sampling-fraction", "0")
     assert proc.returncode == 2 and "must be in (0, 1]" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_anonymize_reports_risk_and_refuses_unsupported_bounds(tiny, tmp_path: Path) -> None:  # noqa: F811
+def test_anonymize_reports_risk_and_refuses_unsupported_bounds(tiny: tuple[Path, Path], tmp_path: Path) -> None:  # noqa: F811
     spec, data = tiny
     report = tmp_path / "report.json"
     proc = cli("anonymize", str(data), "--spec", str(spec), "--engine", "optimal", "-k", "4",

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ REASON = "verification failed: average prosecutor risk is 0.2500, requirement av
 
 
 @pytest.fixture
-def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Database]:
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Database]]:
     for key in [k for k in os.environ if k.startswith("ANONSTREAM_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("ANONSTREAM_HOME", str(tmp_path / "var"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from typing import Any
 
 import pytest
 
@@ -46,12 +47,12 @@ def test_one_secret_derived_from_another() -> None:
     assert not derived(secrets.token_hex(32), secrets.token_hex(32))
 
 
-BASE = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
+BASE: dict[str, Any] = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
 
 
 def _production(**secrets_: str) -> Settings:
     """Production settings (their secrets are checked when they are read)."""
-    base = {"fingerprint_key": secrets.token_hex(32), "signing_key": secrets.token_hex(32),
+    base: dict[str, Any] = {"fingerprint_key": secrets.token_hex(32), "signing_key": secrets.token_hex(32),
             "operator_token": secrets.token_urlsafe(32), **secrets_}
     return Settings(**BASE, **base)
 

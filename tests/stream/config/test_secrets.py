@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from core.errors import ParamsError
 from stream.config.secrets import weak_key, weak_token
 from stream.config.settings import Settings
 
-BASE = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
+BASE: dict[str, Any] = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
 HALF_ZEROS = "0" * 32 + "7cf34dcf1b9a8e0257d6c4ab39f1e8d2"
 PLACEHOLDER = "REPLACE_ME_WITH_A_SECRET_KEY_OF_64_HEX_DIGITS_0123456789abcdef"
 
@@ -26,7 +28,8 @@ PLACEHOLDER = "REPLACE_ME_WITH_A_SECRET_KEY_OF_64_HEX_DIGITS_0123456789abcdef"
 ])
 def test_keys_that_were_not_generated_are_refused(value: str, says: str) -> None:
     for field in ("fingerprint_key", "signing_key"):
-        keys = {"fingerprint_key": secrets.token_hex(32), "signing_key": secrets.token_hex(32), field: value}
+        keys: dict[str, Any] = {"fingerprint_key": secrets.token_hex(32), "signing_key": secrets.token_hex(32),
+                                field: value}
         with pytest.raises(ParamsError, match=f"ANONSTREAM_{field.upper()} {says}") as err:
             Settings(**BASE, **keys)
         assert "anonstream keys generate" in str(err.value) and "keys init" in str(err.value)
@@ -36,7 +39,7 @@ def test_keys_that_were_not_generated_are_refused(value: str, says: str) -> None
 def test_the_signing_key_must_not_be_the_fingerprint_key() -> None:
     key = secrets.token_hex(32)
     with pytest.raises(ParamsError, match="SIGNING_KEY is derived from ANONSTREAM_FINGERPRINT_KEY"):
-        Settings(**BASE, fingerprint_key=key, signing_key=key.upper())
+        Settings(**BASE, fingerprint_key=SecretStr(key), signing_key=SecretStr(key.upper()))
 
 
 @pytest.mark.parametrize(("token", "says"), [
@@ -47,7 +50,8 @@ def test_the_signing_key_must_not_be_the_fingerprint_key() -> None:
 ])
 def test_weak_operator_tokens_are_refused(token: str, says: str) -> None:
     with pytest.raises(ParamsError, match=says):
-        Settings(**BASE, fingerprint_key=secrets.token_hex(32), signing_key=secrets.token_hex(32), operator_token=token)
+        Settings(**BASE, fingerprint_key=SecretStr(secrets.token_hex(32)), signing_key=SecretStr(secrets.token_hex(32)),
+                 operator_token=SecretStr(token))
 
 
 def test_generated_secrets_pass() -> None:
@@ -58,6 +62,7 @@ def test_generated_secrets_pass() -> None:
         assert weak_key(secrets.token_urlsafe(32)) is None
         assert weak_token(secrets.token_urlsafe(32)) is None
         assert weak_token(secrets.token_urlsafe(18)) is None  # 24 characters
-    ok = Settings(**BASE, fingerprint_key=secrets.token_urlsafe(32), signing_key=secrets.token_hex(32),
-                  operator_token=secrets.token_urlsafe(32))
+    ok = Settings(**BASE, fingerprint_key=SecretStr(secrets.token_urlsafe(32)),
+                  signing_key=SecretStr(secrets.token_hex(32)),
+                  operator_token=SecretStr(secrets.token_urlsafe(32)))
     assert ok.mode == "production"

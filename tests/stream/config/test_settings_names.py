@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from core.errors import AnonymizationError, ParamsError
 from db import WindowPolicy
@@ -15,7 +17,8 @@ from stream.config.settings import Settings, load_settings
 from stream.worker.release import window_policy
 
 # every flat name accepted before the nesting, with a valid value other than its default
-OLD = {"k": ("7", 7), "l": ("2", 2), "max_suppression": ("0.2", 0.2), "max_risk": ("0.25", 0.25),
+OLD: dict[str, tuple[str, Any]] = {
+       "k": ("7", 7), "l": ("2", 2), "max_suppression": ("0.2", 0.2), "max_risk": ("0.25", 0.25),
        "avg_risk": ("0.1", 0.1), "link_guard": ("person", "person"), "engine_params": ('{"cap_factor": 3}',
        {"cap_factor": 3}), "window_by": ("global", "global"), "window_size_s": ("60", 60),
        "allowed_lateness_s": ("5", 5), "window_max_reports": ("40", 40), "idle_timeout_s": ("2.5", 2.5),
@@ -68,13 +71,15 @@ def test_precedence_nested_over_flat_over_file(tmp_path: Path, monkeypatch: pyte
     assert Settings().privacy.k == 6  # a variable set directly wins over a _FILE form
     monkeypatch.setenv("ANONSTREAM_PRIVACY__K", "8")
     assert Settings().privacy.k == 8  # the nested name wins over the flat one
-    assert Settings(k=3).privacy.k == 3  # keyword arguments (command-line options) win over the environment
+    # flat names (names.ALIASES) are keyword arguments at run time only: mypy sees the declared fields
+    assert Settings(k=3).privacy.k == 3  # type: ignore[call-arg]  # keywords (command-line options) win over env
     monkeypatch.setenv("ANONSTREAM_PRIVACY", '{"k": 9, "l": 2}')  # a whole group as JSON
     assert (Settings().privacy.k, Settings().privacy.l) == (8, 2)
 
 
 def test_a_group_keeps_what_an_update_leaves_out() -> None:
-    base = Settings(k=3, window_size_s=60, engine_params={"cap_factor": 2})
+    # flat names (names.ALIASES) are keyword arguments at run time only: mypy sees the declared fields
+    base = Settings(k=3, window_size_s=60, engine_params={"cap_factor": 2})  # type: ignore[call-arg]
     assert (base.privacy.max_suppression, base.windows.lateness_s) == (0.05, 3600)  # the defaults
     s = base.with_updates(privacy={"l": 2}, windows={"cap": 7}, feed="crime")
     assert (s.privacy.k, s.privacy.l, s.privacy.engine_params) == (3, 2, {"cap_factor": 2})
@@ -85,8 +90,9 @@ def test_a_group_keeps_what_an_update_leaves_out() -> None:
 
 def test_environment_of_a_subprocess_gives_back_the_same_settings(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    s = Settings(data_dir=tmp_path, k=4, l=2, engine_params={"cap_factor": 3}, window_by="region",
-                 regions={"S1": "north"}, person_columns=("name",), fingerprint_key="f" * 64)
+    # flat names (names.ALIASES) are keyword arguments at run time only: mypy sees the declared fields
+    s = Settings(data_dir=tmp_path, k=4, l=2, engine_params={"cap_factor": 3}, window_by="region",  # type: ignore[call-arg]
+                 regions={"S1": "north"}, person_columns=("name",), fingerprint_key=SecretStr("f" * 64))
     env = s.env()
     assert env["ANONSTREAM_PRIVACY__K"] == "4" and env["ANONSTREAM_WINDOWS__BY"] == "region"
     assert "ANONSTREAM_WINDOWS__FEED" not in env and "ANONSTREAM_K" not in env
@@ -139,7 +145,8 @@ def test_a_feed_takes_any_field_of_its_groups_and_keeps_the_rest(tmp_path: Path)
     path = tmp_path / "feeds.toml"
     path.write_text(FEED.format(extra="privacy = { l = 2, t = 0.3, link_guard = 'report' }\n"
                                       "windows = { max_new_windows_per_hour = 3, idle_timeout_s = 5 }"))
-    (a,) = feeds(Settings(data_dir=tmp_path, pipelines=path, k=4, allowed_lateness_s=7))
+    # flat names (names.ALIASES) are keyword arguments at run time only: mypy sees the declared fields
+    (a,) = feeds(Settings(data_dir=tmp_path, pipelines=path, k=4, allowed_lateness_s=7))  # type: ignore[call-arg]
     assert (a.privacy.k, a.privacy.l, a.privacy.t, a.privacy.link_guard) == (4, 2, 0.3, "report")
     assert (a.windows.lateness_s, a.windows.max_new_windows_per_hour, a.windows.idle_timeout_s) == (7, 3, 5.0)
     assert a.windows.feed == "a"

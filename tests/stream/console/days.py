@@ -13,6 +13,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
+
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from tests.stream.console.seed import TOKEN, Seeded, _validate
 
 DAYS = [datetime(2024, 4, d, tzinfo=UTC) for d in (1, 2, 3, 4)]
@@ -42,9 +46,10 @@ def build_days(url: str, data_dir: Path, held: bool = True) -> Days:
     from stream.station.simulate import generate_day
     from stream.worker.release import Orchestrator, window_policy
 
-    settings = Settings(data_dir=data_dir, database_url=url, spec="crime", engine="mondrian", k=5,
-                        operator_token=TOKEN, fingerprint_key="console-days-key", idle_timeout_s=60,
-                        windows={"min_release_rows": 1})
+    settings = Settings(data_dir=data_dir, database_url=url, spec="crime", engine="mondrian",
+                        privacy=StreamPrivacy(k=5),
+                        operator_token=SecretStr(TOKEN), fingerprint_key=SecretStr("console-days-key"),
+                        windows=WindowPolicy(min_release_rows=1, idle_timeout_s=60))
     migrations.upgrade(url)
     db = Database(url)
     schema = load_schema(settings.spec)

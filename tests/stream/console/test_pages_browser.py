@@ -81,8 +81,8 @@ def test_banner_badge_and_controls_on_every_page(tmp_path: Path) -> None:
         for name, path in docs.items():  # documents to archive: no live banner in them
             visit(name, path)
             assert "Sign-off report" in browser.title() and not browser.find_all("#banner")
-        for path in shots:
-            assert path.stat().st_size > 10_000, path
+        for shot in shots:
+            assert shot.stat().st_size > 10_000, shot
             print(f"screenshot: {path}")
     finally:
         browser.close()

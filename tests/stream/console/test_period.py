@@ -8,6 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -28,7 +29,7 @@ def days(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Days]:
     d.seeded.db.dispose()
 
 
-def _oracle(days: Days) -> dict[str, object]:
+def _oracle(days: Days) -> dict[str, Any]:
     """What the period must say, from the input sent and the ledger's spends (not from the report's code)."""
     from db.budget import BudgetSpend
     from db.models import Release

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import SecretStr
 from sqlalchemy import func, select
 
 import migrations
@@ -24,6 +25,7 @@ from core.dp.blocks import declared_blocks
 from db import Database, PoolRepository
 from db.batches import begin, end
 from db.models import Batch, Counter, PendingReport, Station, StationControl, Window
+from db.windows import WindowPolicy
 from stream.config.settings import Settings
 from stream.intake.guards import station_ids, valid_station_id
 from stream.intake.validate import Clean, ReportValidator, screen_batch, to_incoming
@@ -36,7 +38,7 @@ from stream.worker.release import window_policy
 
 KEY = b"canonical-ids-test-key-0123456789abcdef"
 SPELLINGS = ("08", " 8 ", "8", "008", 8)  # one station as several exports write it
-CFG = Settings(spec=spec_ref(), fingerprint_key=KEY.decode())
+CFG = Settings(spec=spec_ref(), fingerprint_key=SecretStr(KEY.decode()))
 
 
 def _spaced(n: int, zeros: int, left: str, right: str) -> str:
@@ -71,7 +73,8 @@ def test_ids_that_are_not_digits_only_keep_their_zeros_and_case(validator: Repor
 
 def test_station_ids_named_from_outside_are_canonical_each_once() -> None:
     assert station_ids(["08", " 8", "8", "S1", "bad id"]) == (["8", "S1"], ["bad id"])
-    assert Settings(spec=spec_ref(), windows={"by": "region"}, regions={"08": "north"}).window_key_for("8") == \
+    assert Settings(spec=spec_ref(), windows=WindowPolicy(by="region"),
+                    regions={"08": "north"}).window_key_for("8") == \
         "region:north"
 
 
@@ -89,7 +92,7 @@ def _messages(rows: list[dict[str, Any]]) -> list[bytes | str | None]:
 def test_two_spellings_of_a_station_share_one_pool_window_series_ledger_and_budget_block(
         pg: PostgresServer, tmp_path: Path) -> None:
     db, url = _db(pg, "canon")
-    cfg = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=KEY.decode())
+    cfg = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=SecretStr(KEY.decode()))
     schema = load_schema(cfg.spec)
     pool = PoolRepository(db, window_policy(cfg), "first-sight")
     validator = ReportValidator(schema, cfg.person_columns)
@@ -130,7 +133,7 @@ def test_the_registry_markers_and_controls_take_any_spelling_of_a_station(pg: Po
     from stream.console.controls import register_stations, set_paused
 
     db, url = _db(pg, "canonreg")
-    cfg = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=KEY.decode())
+    cfg = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=SecretStr(KEY.decode()))
     try:
         added = register_stations(db, "08, 8 007", "operator")
         assert added == {"added": ["8", "7"], "already_registered": []}

@@ -69,7 +69,7 @@ def test_what_is_not_a_regular_file_is_refused_before_writing(tmp_path: Path, ki
     (tmp_path / "to-folder").symlink_to(folder)
     os.mkfifo(tmp_path / "fifo")
     before = os.stat(paths[kind]) if kind in ("device", "fifo", "folder") else None
-    called = []
+    called: list[Path] = []
     with pytest.raises(InputDataError) as err:
         write_atomic(paths[kind], called.append, option="--out")
     assert err.value.message.startswith(f"--out {paths[kind]}") and "\n" not in err.value.message
@@ -98,8 +98,13 @@ def test_an_error_while_writing_leaves_the_old_file(tmp_path: Path) -> None:
 
 
 def test_the_temporary_file_keeps_the_suffix_for_writers_that_infer_a_format(tmp_path: Path) -> None:
-    seen = []
-    write_atomic(tmp_path / "front.png", lambda tmp: (seen.append(tmp), tmp.write_bytes(b"png")))
+    seen: list[Path] = []
+
+    def writer(tmp: Path) -> None:
+        seen.append(tmp)
+        tmp.write_bytes(b"png")
+
+    write_atomic(tmp_path / "front.png", writer)
     assert seen[0].suffix == ".png" and seen[0].parent == tmp_path and seen[0].name.startswith(".front.")
     f = AtomicFile(tmp_path / "r.csv", perm=0o600)
     assert f.tmp.stat().st_mode & 0o777 == 0o600  # private while it is being written

@@ -136,6 +136,7 @@ def _registered() -> set[str]:
 
     names = set()
     for collector in list(WorkerMetrics().registry._collector_to_names):
-        for family in collector.describe():
+        # describe() is optional on prometheus_client's Collector type; every collector of the registry has it
+        for family in collector.describe():  # type: ignore[attr-defined]
             names.add(family.name + ("_total" if family.type == "counter" else ""))
     return names

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database, PoolRepository
 from db.models import Release
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.intake.validate import Clean, ReportValidator, to_incoming
 from stream.io.specs import load_schema
@@ -34,8 +37,9 @@ DAYS, PER_DAY = 12, 20
 def test_shuffled_history_is_released_day_by_day(pg: PostgresServer, tmp_path: Path) -> None:
     url = pg.create_database("backfill")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, engine="mondrian",
-                        fingerprint_key=KEY, idle_timeout_s=1.0, windows={"min_release_rows": 1})  # day by day
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                        engine="mondrian", fingerprint_key=SecretStr(KEY),
+                        windows=WindowPolicy(min_release_rows=1, idle_timeout_s=1.0))  # day by day
     schema = load_schema(settings.spec)
     db = Database(url)
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import SecretStr
 
 from stream.config.names import accepted
 from stream.config.settings import ENV_PREFIX, REQUIRED_IN_PRODUCTION, SECRET_FIELDS, Settings, load_settings
@@ -140,8 +141,8 @@ def test_production_mode_refuses_missing_secrets() -> None:
 
     with pytest.raises(ParamsError, match=r"ANONSTREAM_FINGERPRINT_KEY.*ANONSTREAM_SIGNING_KEY.*token_hex"):
         Settings(mode="production", broker_url="kafka://k:9092", database_url="postgresql://x/y")
-    base = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
-    ok = Settings(**base, fingerprint_key=KEY, signing_key=KEY2)
+    base: dict[str, Any] = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y"}
+    ok = Settings(**base, fingerprint_key=SecretStr(KEY), signing_key=SecretStr(KEY2))
     assert KEY not in repr(ok) and ok.key_bytes() == KEY.encode()
 
 
@@ -346,7 +347,7 @@ def test_secret_files_and_their_errors(tmp_path: Path, monkeypatch: pytest.Monke
 def test_production_mode_refuses_weak_secrets_and_says_how_to_make_one(field: str, value: str, says: str) -> None:
     from core.errors import ParamsError
 
-    values = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y",
+    values: dict[str, Any] = {"mode": "production", "broker_url": "kafka://k:9092", "database_url": "postgresql://x/y",
               "fingerprint_key": KEY, "signing_key": KEY2, field: value}
     with pytest.raises(ParamsError, match=says) as err:
         Settings(**values)

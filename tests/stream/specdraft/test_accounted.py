@@ -61,7 +61,7 @@ def _arrests(n: int = 240, seed: int = 3) -> pd.DataFrame:
     })
 
 
-def _draft(frame: pd.DataFrame, tmp_path: Path, *extra: str) -> tuple[Path, Path, str, dict]:  # type: ignore[type-arg]
+def _draft(frame: pd.DataFrame, tmp_path: Path, *extra: str) -> tuple[Path, Path, str, dict]:
     src, spec = tmp_path / "export.csv", tmp_path / "export.toml"
     frame.to_csv(src, index=False)
     code, _out, err = _run("spec", "draft", str(src), "--out", str(spec), *extra)

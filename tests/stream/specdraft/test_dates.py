@@ -76,7 +76,8 @@ def test_a_declared_format_never_fails_on_the_column_it_was_drafted_from(days: l
     values = pd.Series([d.strftime(layouts[i % len(layouts)]) for i, d in enumerate(days)])
     choice = date_format_for(values)
     if choice.format is not None:
-        _parsed, bad, ambiguous = contract.parse_dates(values, choice.format)
+        fmt = choice.format  # a spec's list of layouts is a tuple once loaded
+        _parsed, bad, ambiguous = contract.parse_dates(values, fmt if isinstance(fmt, str) else tuple(fmt))
         assert not bad.any() and not ambiguous.any(), (choice, values.tolist())
     if len(set(layouts)) == 1 and len(days) >= 1:
         assert choice.format is not None, values.tolist()  # one layout is always recognised

@@ -29,7 +29,7 @@ def _adult_csv(tmp_path: Path) -> Path:
     return out
 
 
-def _draft(src: Path, tmp_path: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
+def _draft(src: Path, tmp_path: Path) -> tuple[Path, dict]:
     spec = tmp_path / f"{src.stem}-draft.toml"
     assert main(["spec", "draft", str(src), "--out", str(spec)]) == 0
     return spec, tomllib.loads(spec.read_text())

@@ -8,7 +8,7 @@ from stream.specdraft.draft import make_draft
 from stream.specdraft.geo import state_rows
 
 
-def _qi(frame: pd.DataFrame, name: str) -> dict:  # type: ignore[type-arg]
+def _qi(frame: pd.DataFrame, name: str) -> dict:
     draft = make_draft(frame, "x")
     col = next(c for c in draft.role("qi") if c.name == name)
     assert col.qi is not None

@@ -22,7 +22,7 @@ def nypd() -> pd.DataFrame:
     return pd.read_csv(shared(*NYPD_PARTS), dtype=str, keep_default_na=False, nrows=1500)
 
 
-def _draft(frame: pd.DataFrame, tmp_path: Path, name: str = "export") -> tuple[dict, str]:  # type: ignore[type-arg]
+def _draft(frame: pd.DataFrame, tmp_path: Path, name: str = "export") -> tuple[dict, str]:
     src, spec = tmp_path / f"{name}.csv", tmp_path / f"{name}.toml"
     frame.to_csv(src, index=False)
     assert main(["spec", "draft", str(src), "--out", str(spec)]) == 0

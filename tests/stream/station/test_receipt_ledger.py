@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from pydantic import SecretStr
 
 import migrations
 from db import Database, PoolRepository
@@ -27,7 +28,7 @@ KEY = "receipt-ledger-key"
 def test_the_ledger_confirms_the_reports_it_holds_as_sent(pg: PostgresServer, tmp_path: Path) -> None:
     url = pg.create_database("receiptledger")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=KEY)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=SecretStr(KEY))
     db = Database(url)
     try:
         rows = day_of_reports(1, 40, seed=14)["S1"]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from stream.wire.codebook import counts_paragraph
 
 
 def test_the_paragraph_explains_the_interval_of_this_release() -> None:
-    m = {"release_id": "r1", "dp": {"mechanism": "gaussian", "epsilon": 1.0, "delta": 1e-6, "refused": None,
+    m: dict[str, Any] = {"release_id": "r1",
+                         "dp": {"mechanism": "gaussian", "epsilon": 1.0, "delta": 1e-6, "refused": None,
                                     "tables": [{"ci95": 7.0, "sd": 3.54}, {"ci95": 7.0, "sd": 3.54}]}}
     text = "\n".join(counts_paragraph(m))
     assert "## Counts and their intervals" in text and "± 7" in text and "95 of 100 cells" in text

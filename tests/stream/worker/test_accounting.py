@@ -90,7 +90,8 @@ def test_blocked_and_duplicate_reports_are_counted_in_a_manifest(pg: PostgresSer
 
         with db.read() as s:
             manifests = [m for m in s.execute(select(Release.manifest)).scalars()]
-            states = dict(s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all())
+            states = dict(s.execute(select(PendingReport.state, func.count())
+                                    .group_by(PendingReport.state)).tuples().all())
             dups = s.execute(select(func.sum(Counter.count)).where(Counter.kind.in_(("duplicate", "correction"))))
             duplicates = int(dups.scalar_one() or 0)
         blocked_in_manifests = sum(m["counts"]["blocked"] for m in manifests)
@@ -143,7 +144,8 @@ def test_held_back_and_late_duplicates_reconcile_over_manifests(pg: PostgresServ
         with db.read() as s:
             manifests = sorted((m for m in s.execute(select(Release.manifest)).scalars()),
                                key=lambda m: m["window"]["id"])
-            states = dict(s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all())
+            states = dict(s.execute(select(PendingReport.state, func.count())
+                                    .group_by(PendingReport.state)).tuples().all())
             held = s.execute(select(func.count()).select_from(PendingReport).where(
                 PendingReport.state == "pending", PendingReport.counted_in.is_not(None))).scalar_one()
         first, second = (m["counts"] for m in manifests)

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, ingest_reports, spec_ref
@@ -33,11 +36,11 @@ def _rekeyed(reports: list[dict[str, Any]], station: str) -> list[dict[str, Any]
 
 @pytest.mark.parametrize("window_by", ["station", "global"])
 def test_rekeyed_copies_are_blocked_and_counted(pg: PostgresServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                window_by: str) -> None:
+                                                window_by: Literal["station", "region", "global"]) -> None:
     url = pg.create_database("content")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0, window_by=window_by)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0, by=window_by), fingerprint_key=SecretStr(KEY))
     assert settings.privacy.link_guard == "content"  # the default
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
@@ -57,7 +60,7 @@ def test_rekeyed_copies_are_blocked_and_counted(pg: PostgresServer, tmp_path: Pa
         assert orch.close_due(now + timedelta(hours=1, minutes=5))
     with db.read() as s:
         released_content = list(s.execute(select(ReleasedFingerprint.content_fp)).scalars())
-        states = dict(s.execute(select(PendingReport.state, PendingReport.id)).all())
+        states = dict(s.execute(select(PendingReport.state, PendingReport.id)).tuples().all())
         blocked = list(s.execute(select(PendingReport.station_id).where(PendingReport.state == "blocked")).scalars())
         manifests = [m for m in s.execute(select(Release.manifest)).scalars()]
     assert None not in released_content
@@ -81,8 +84,9 @@ def test_report_guard_releases_rekeyed_copies_again(pg: PostgresServer, tmp_path
     """The old rule (station + report id) lets the same content through under new ids: the attack surface."""
     url = pg.create_database("reportguard")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0, link_guard="report", windows={"min_release_rows": 1})
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(),
+                        privacy=StreamPrivacy(k=5, link_guard="report"), fingerprint_key=SecretStr(KEY),
+                        windows=WindowPolicy(min_release_rows=1, idle_timeout_s=1.0))
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "report-test")
@@ -106,8 +110,8 @@ def test_store_refuses_content_released_meanwhile(pg: PostgresServer, tmp_path: 
 
     url = pg.create_database("refuse")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0), fingerprint_key=SecretStr(KEY))
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "refuse-test")
@@ -150,8 +154,8 @@ def test_stream_release_order_is_independent_of_arrival_order(pg: PostgresServer
     for name, order in (("asc", reports), ("desc", sorted(reports, key=lambda r: str(r["offence"]), reverse=True))):
         url = pg.create_database(f"order{name}")
         migrations.upgrade(url)
-        settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                            idle_timeout_s=1.0, engine="optimal")
+        settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                            windows=WindowPolicy(idle_timeout_s=1.0), fingerprint_key=SecretStr(KEY), engine="optimal")
         db = Database(url)
         with db.unit() as s:
             s.add(DeploymentRow(id=1, deployment_id="0" * 32))

@@ -11,11 +11,14 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import func, select
 
 import migrations
 from db import Database, IngestResult, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint, ReleaseRecords
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
@@ -42,8 +45,8 @@ def test_pending_corrections_are_released_and_released_ones_counted(pg: Postgres
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     url = pg.create_database("corrections")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0), fingerprint_key=SecretStr(KEY))
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "corrections-test")

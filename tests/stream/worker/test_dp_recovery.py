@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 STEPS = ("anonymize", "after-noise", "after-ledger-write", "mid-publish")  # claim, anonymize, noise, store, send
 
 
-def _ledger(sc: Scenario) -> tuple[dict[str, dict[str, Any]], dict[str, float], dict[str, dict[str, float]]]:
+def _ledger(sc: Scenario) -> tuple[dict[str, Any], dict[str, float], dict[str, dict[str, float]]]:
     """Stored releases' dp sections, each block's recorded spend, and the spends per release and block."""
     with sc.db.read() as s:
         stored = {r.id: r.manifest.get("dp") for r in s.execute(select(Release)).scalars()}

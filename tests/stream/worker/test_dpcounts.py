@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database, PoolRepository
 from db.budget import charge, remaining
 from db.models import Counter, Release
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema, resolve_spec_path
 from stream.testing.reports import DAY, day_of_reports, ingest_reports, spec_ref
@@ -40,8 +43,9 @@ def _spec(tmp: Path, cap_epsilon: float = 10.0, person: bool = False) -> str:
 def _ledger(tmp: Path, spec: str) -> tuple[Settings, Database, Orchestrator]:
     url = f"sqlite:///{tmp / 'ledger.db'}"
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp, spec=spec, k=5, fingerprint_key=KEY,
-                        signing_key="22" * 32, idle_timeout_s=1.0, engine="mondrian", sample_seed=3)
+    settings = Settings(database_url=url, data_dir=tmp, spec=spec, privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0), fingerprint_key=SecretStr(KEY),
+                        signing_key=SecretStr("22" * 32), engine="mondrian", sample_seed=3)
     db = Database(url)
     ingest_reports(settings, PoolRepository(db, window_policy(settings)), day_of_reports(1, 300, seed=3)["S1"],
                    NOW, KEY.encode())
@@ -50,7 +54,9 @@ def _ledger(tmp: Path, spec: str) -> tuple[Settings, Database, Orchestrator]:
 
 def _manifest(db: Database, rid: str) -> dict[str, Any]:
     with db.read() as s:
-        return dict(s.get(Release, rid).manifest)
+        release = s.get(Release, rid)
+        assert release is not None
+        return dict(release.manifest)
 
 
 def test_release_carries_count_tables_and_charges_its_blocks(tmp_path: Path) -> None:
@@ -59,6 +65,7 @@ def test_release_carries_count_tables_and_charges_its_blocks(tmp_path: Path) -> 
         (rid,) = orch.close_due(NOW + timedelta(minutes=5))
         dp = _manifest(db, rid)["dp"]
         schema = load_schema(settings.spec)
+        assert schema.spec.dp is not None
         assert [tuple(t["by"]) for t in dp["tables"]] == [tuple(g) for g in schema.spec.dp.groupings]
         assert dp["refused"] is None and dp["rho"] > 0 and dp["unit"] == "report"
         offence = dp["tables"][0]
@@ -80,9 +87,14 @@ def test_a_block_over_its_cap_refuses_the_counts_before_any_noise(tmp_path: Path
     settings, db, orch = _ledger(tmp_path, _spec(tmp_path, cap_epsilon=1.0))
     drawn: list[int] = []
     real = dpcounts.count_tables
-    monkeypatch.setattr(dpcounts, "count_tables", lambda *a, **k: drawn.append(1) or real(*a, **k))
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        drawn.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dpcounts, "count_tables", counted)
     try:
         cfg = load_schema(settings.spec).spec.dp
+        assert cfg is not None
         rho = cfg.rho
         block = BLOCK
         with db.unit() as s:  # another release spent half the block's budget already
@@ -109,6 +121,7 @@ def test_a_spend_that_moved_since_the_manifest_recomputes_the_window(tmp_path: P
 
     def racing(*args: Any, **kwargs: Any) -> Any:  # another worker charges the block after our read
         out = real(*args, **kwargs)
+        assert out is not None
         if not calls:
             with db.unit() as s:
                 charge(s, out.charge.blocks, 0.001, out.charge.cap_rho, purpose="race", release_id=None, now=NOW)

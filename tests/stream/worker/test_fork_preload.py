@@ -8,6 +8,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
 
 import migrations
 from stream.config.settings import Settings
@@ -22,10 +25,10 @@ def _numba_tables_loaded() -> int:
     return len(cpu_target.target_context._registries)
 
 
-def _settings(tmp_path: Path, **extra: object) -> Settings:
+def _settings(tmp_path: Path, **extra: Any) -> Settings:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     migrations.upgrade(url)
-    return Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key="preload-test-key",
+    return Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), fingerprint_key=SecretStr("preload-test-key"),
                     release_concurrency=1, **extra)
 
 

@@ -16,15 +16,18 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, ReleaseRecords
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.intake.fingerprints import fingerprint
 from stream.intake.validate import Clean, ReportValidator, to_incoming
@@ -34,6 +37,7 @@ from stream.testing.services import PostgresServer
 from stream.worker.release import Orchestrator, window_policy
 
 pytestmark = [pytest.mark.postgres]
+LinkGuard = Literal["off", "report", "content", "person"]
 KEY = b"adversary-test-key"
 PERSON = ("name", "dob", "age", "sex", "suburb", "postcode")
 
@@ -54,11 +58,12 @@ def _days() -> list[list[dict[str, Any]]]:
     return days
 
 
-def _run(pg, tmp_path: Path, guard: str) -> tuple[Settings, Database, list[dict[str, Any]]]:  # type: ignore[no-untyped-def]
+def _run(pg: PostgresServer, tmp_path: Path, guard: LinkGuard) -> tuple[Settings, Database, list[dict[str, Any]]]:
     url = pg.create_database("link")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), link_guard=guard, k=5,
-                        fingerprint_key=KEY.decode(), idle_timeout_s=1.0)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(),
+                        privacy=StreamPrivacy(link_guard=guard, k=5), windows=WindowPolicy(idle_timeout_s=1.0),
+                        fingerprint_key=SecretStr(KEY.decode()))
     schema = load_schema(settings.spec)
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
@@ -122,7 +127,7 @@ class Adversary:
 
 
 @pytest.mark.parametrize("guard", ["person"])
-def test_adversary_joining_releases_finds_no_one_below_k(pg: PostgresServer, tmp_path: Path, guard: str) -> None:
+def test_adversary_joining_releases_finds_no_one_below_k(pg: PostgresServer, tmp_path: Path, guard: LinkGuard) -> None:
     settings, db, reports = _run(pg, tmp_path, guard)
     linked = _releases_by_person(db, reports)
     people = {(str(r["name"]), str(r["dob"])): {c: r[c] for c in PERSON} for r in reports}

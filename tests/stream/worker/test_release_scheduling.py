@@ -10,15 +10,19 @@ import asyncio
 import json
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database
 from db.models import Window
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, spec_ref
@@ -41,14 +45,14 @@ class Recorder:
 def _setup(tmp_path: Path, concurrency: int) -> tuple[Settings, Database]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, window_max_reports=60,
-                        fingerprint_key="scheduling-test-key", release_concurrency=concurrency,
-                        engine_params={"time_limit": 0.2})
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(),
+                        privacy=StreamPrivacy(k=5, engine_params={"time_limit": 0.2}), windows=WindowPolicy(cap=60),
+                        fingerprint_key=SecretStr("scheduling-test-key"), release_concurrency=concurrency)
     return settings, Database(url)
 
 
 @pytest.fixture
-def make_service():  # type: ignore[no-untyped-def]
+def make_service() -> Iterator[Callable[[Settings, Database, str], WorkerService]]:
     """WorkerServices that are closed (release processes stopped) after the test."""
     made: list[WorkerService] = []
 
@@ -67,8 +71,8 @@ def _claims(db: Database) -> Counter[str | None]:
 
 
 @pytest.mark.parametrize("processes", [True, False])
-def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_path: Path, make_service,
-                                                                           processes: bool) -> None:
+def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(
+        tmp_path: Path, make_service: Callable[[Settings, Database, str], WorkerService], processes: bool) -> None:
     settings, db = _setup(tmp_path, concurrency=2)
     settings = settings.with_updates(release_processes=processes)
     first = make_service(settings, db, "w1")
@@ -77,7 +81,7 @@ def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_pat
     reports = day_of_reports(3, 60, seed=5)  # three stations, each window full (cap 60) and due
 
     async def scenario() -> None:
-        raw = [json.dumps(r).encode() for rows in reports.values() for r in rows]
+        raw: list[bytes | None] = [json.dumps(r).encode() for rows in reports.values() for r in rows]
         await first.handle_batch(raw, out.send)
         await first.tick(out.send)
         assert _claims(db)["w1"] == 2, "two free slots: exactly two windows claimed"
@@ -100,7 +104,8 @@ def test_a_worker_claims_one_window_per_free_slot_and_workers_share_them(tmp_pat
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"released"}
 
 
-def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path, make_service) -> None:
+def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(
+        tmp_path: Path, make_service: Callable[[Settings, Database, str], WorkerService]) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
     service = make_service(settings, db, "w1")
     out = Recorder()
@@ -128,8 +133,9 @@ def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(tmp_path: Path, make_s
 
 
 @pytest.mark.parametrize("processes", [True, False])
-def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path: Path, caplog: pytest.LogCaptureFixture, make_service,  # type: ignore[no-untyped-def]
-                                                                         processes: bool) -> None:
+def test_the_first_batch_warms_the_engine_up_without_releasing_anything(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        make_service: Callable[[Settings, Database, str], WorkerService], processes: bool) -> None:
     settings, db = _setup(tmp_path, concurrency=1)
     settings = settings.with_updates(window_max_reports=10_000, release_processes=processes)  # nothing falls due
     service = make_service(settings, db, "w1")
@@ -137,7 +143,8 @@ def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path
     rows = day_of_reports(1, 150, seed=7)["S1"]
 
     async def scenario() -> None:
-        await service.handle_batch([json.dumps(r).encode() for r in rows], out.send)
+        raw: list[bytes | None] = [json.dumps(r).encode() for r in rows]
+        await service.handle_batch(raw, out.send)
         assert service._warm_up is not None
         await service._warm_up
         await service.tick(out.send)
@@ -147,14 +154,15 @@ def test_the_first_batch_warms_the_engine_up_without_releasing_anything(tmp_path
         asyncio.run(scenario())
     warmed = [r for r in caplog.records if "warmed up" in r.getMessage()]
     assert warmed and (not processes or "in 1 of 1 release processes" in warmed[0].getMessage())
-    assert not any(row["name"] in r.getMessage() for r in caplog.records for row in rows[:20])
+    assert not any(str(row["name"]) in r.getMessage() for r in caplog.records for row in rows[:20])
     # nothing released: the only message is the worker's advert of its spec (stream/worker/receipts.py)
     assert [topic for topic, _key, _value in out.sent if not topic.endswith(".workers")] == []
     with db.read() as s:
         assert set(s.execute(select(Window.state).where(Window.count > 0)).scalars()) == {"open"}
 
 
-def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(tmp_path: Path, make_service) -> None:
+def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(
+        tmp_path: Path, make_service: Callable[[Settings, Database, str], WorkerService]) -> None:
     """Storing and publishing do not hold a release slot: the next window is anonymized meanwhile
     (in threads, so the test can hold the ledger write)."""
     settings, db = _setup(tmp_path, concurrency=1)
@@ -169,6 +177,7 @@ def test_a_slot_frees_once_the_release_is_verified_not_once_it_is_published(tmp_
         assert gate.wait(30), "the test never opened the gate"
         return store(*args, **kwargs)
 
+    # the store is wrapped for this one test, to hold the publish step (mypy refuses assigning to a method)
     service.orchestrator.repo.store = gated_store  # type: ignore[method-assign]
 
     async def scenario() -> None:

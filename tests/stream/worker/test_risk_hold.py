@@ -8,25 +8,30 @@ import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database
 from db.models import Release, Window
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports, spec_ref
 from stream.worker.service import WorkerService
 
 
-def _release_one_window(tmp_path: Path, **updates: object) -> tuple[Database, str, str | None]:
+def _release_one_window(tmp_path: Path, **updates: Any) -> tuple[Database, str, str | None]:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, window_max_reports=80,
-                        fingerprint_key="risk-test-key", release_concurrency=1, release_processes=False,
-                        max_risk=0.1, **updates)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(),
+                        privacy=StreamPrivacy(k=5, max_risk=0.1), windows=WindowPolicy(cap=80),
+                        fingerprint_key=SecretStr("risk-test-key"), release_concurrency=1, release_processes=False,
+                        **updates)
     db = Database(settings.db_url())
     service = WorkerService(settings, db, load_schema(settings.spec), "w1")
 
@@ -48,6 +53,7 @@ def test_release_over_max_risk_is_refused_and_the_window_held(tmp_path: Path, ca
     with db.read() as s:
         window = s.execute(select(Window).where(Window.id == wid)).scalar_one()
         assert window.state == "held"
+        assert window.hold_reason is not None
         assert "verification failed" in window.hold_reason and "max_risk=0.1" in window.hold_reason
         assert "highest prosecutor risk is 0.2000" in window.hold_reason and "k=5" not in window.hold_reason
         assert s.execute(select(Release)).first() is None  # nothing stored, so nothing published
