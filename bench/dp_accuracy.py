@@ -44,7 +44,7 @@ from core.engines.registry import get_engine, make_params
 from core.engines.warmup import warm_up
 from core.generators.crime import generate_crime_reports
 from core.hierarchies.intervals import IntervalHierarchy
-from core.schema import IntervalHierarchySpec
+from core.schema import IntervalHierarchySpec, TreeHierarchySpec
 from stream.io.specs import load_schema
 
 EPSILONS = (0.5, 1.0, 2.0)
@@ -63,7 +63,8 @@ def _leaves(schema: Schema, qi: str) -> list[str]:
     if rows is None:
         from core.hierarchies.tree import tree_rows
 
-        rows = tree_rows(h.tree)  # type: ignore[union-attr]
+        assert isinstance(h, TreeHierarchySpec), f"{qi}: no leaf list in a {type(h).__name__}"
+        rows = tree_rows(h.tree)
     return [str(r[0]) for r in rows]
 
 

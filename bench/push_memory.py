@@ -63,7 +63,9 @@ def measure(megabytes: int, tmp: Path, broker: EmbeddedBroker) -> dict[str, obje
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     path.unlink()
-    peak_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))  # type: ignore[union-attr]
+    found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    assert found is not None, f"/usr/bin/time printed no peak memory: {proc.stderr[-500:]}"
+    peak_kb = int(found.group(1))
     sent = re.search(r"sent (\d+) report\(s\), rejected (\d+)", proc.stdout)
     return {"file_mb": round(size / 2**20, 1), "rows": rows, "sent": int(sent.group(1)) if sent else None,
             "rejected": int(sent.group(2)) if sent else None, "peak_rss_mb": round(peak_kb / 1024, 1),
