@@ -69,7 +69,7 @@ def test_zero_padding_never_changes_a_number(age: int, pad: int) -> None:
 
 
 @given(st.dates(min_value=date(1900, 1, 1), max_value=date(2100, 1, 1)))
-def test_padded_and_unpadded_us_dates_are_one_day(day) -> None:  # type: ignore[no-untyped-def]
+def test_padded_and_unpadded_us_dates_are_one_day(day: date) -> None:
     padded, bare = day.strftime("%m/%d/%Y"), f"{day.month}/{day.day}/{day.year}"
     assert canonical_value(US, padded) == canonical_value(US, bare) == day.isoformat()
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from core.dp.mechanism import (
+    Mechanism,
     ci95,
     epsilon_from_rho,
     noise_moments,
@@ -25,21 +26,21 @@ Z = 5.0
 
 
 @pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
-def test_empirical_mean_and_variance_match_the_mechanism(mechanism: str) -> None:
+def test_empirical_mean_and_variance_match_the_mechanism(mechanism: Mechanism) -> None:
     rho = 0.05
-    noise = noisy_counts(np.zeros(N, dtype=np.int64), rho, mechanism=mechanism).astype(float)  # type: ignore[arg-type]
-    mean, var, mu4 = noise_moments(rho, mechanism)  # type: ignore[arg-type]
+    noise = noisy_counts(np.zeros(N, dtype=np.int64), rho, mechanism=mechanism).astype(float)
+    mean, var, mu4 = noise_moments(rho, mechanism)
     assert abs(noise.mean() - mean) <= Z * math.sqrt(var / N)
     assert abs(noise.var() - var) <= Z * math.sqrt((mu4 - var * var) / N)
     assert len(np.unique(noise)) > 10  # real noise, not a constant
 
 
 @pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
-def test_the_95_interval_covers_95_percent(mechanism: str) -> None:
+def test_the_95_interval_covers_95_percent(mechanism: Mechanism) -> None:
     rho = 0.2
-    noise = noisy_counts(np.full(N, 50, dtype=np.int64), rho, mechanism=mechanism) - 50  # type: ignore[arg-type]
-    half = ci95(rho, mechanism)  # type: ignore[arg-type]
-    x, p = noise_pmf(rho, mechanism)  # type: ignore[arg-type]
+    noise = noisy_counts(np.full(N, 50, dtype=np.int64), rho, mechanism=mechanism) - 50
+    half = ci95(rho, mechanism)
+    x, p = noise_pmf(rho, mechanism)
     exact = float(p[np.abs(x) <= half].sum())
     assert 0.95 <= exact < float(p[np.abs(x) <= half + 1].sum())  # the smallest such width
     assert float(p[np.abs(x) <= half - 1].sum()) < 0.95
@@ -77,4 +78,5 @@ def test_rho_and_epsilon_convert_both_ways_by_opendps_own_conversion() -> None:
     with pytest.raises(ValueError, match="delta must be between"):
         epsilon_from_rho(0.1, 1e-320)
     with pytest.raises(ValueError, match="mechanism"):
+        # a mechanism outside the Literal on purpose: the run-time check is what is tested
         noisy_counts(np.zeros(3, dtype=np.int64), 1.0, mechanism="uniform")  # type: ignore[arg-type]

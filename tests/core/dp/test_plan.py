@@ -53,7 +53,8 @@ def test_person_level_bounds_each_person_per_block(crime: pd.DataFrame) -> None:
                           block_column="block", max_contributions=2)
     assert tables[0].unit == "person" and tables[0].max_contributions == 2
     spec = load_spec_data("crime")
-    spec = spec.model_copy(update={"dp": spec.dp.model_copy(update={"person": ("name", "dob")})})  # type: ignore[union-attr]
+    assert spec.dp is not None
+    spec = spec.model_copy(update={"dp": spec.dp.model_copy(update={"person": ("name", "dob")})})
     assert person_keys(crime, spec).nunique() <= len(crime)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from core.dp.mechanism import noise_moments
+from core.dp.mechanism import Mechanism, noise_moments
 from core.dp.tables import CountTable
 
 
@@ -25,12 +25,14 @@ def test_json_and_frame() -> None:
 
 def test_sd_is_stated_and_tables_from_before_it_get_it_derived() -> None:
     """A table written before ``sd`` existed reads with the sd its mechanism and ρ imply (person: Δ = m)."""
-    for mechanism, unit, m in (("gaussian", "report", 1), ("laplace", "report", 1), ("gaussian", "person", 3)):
+    cases: tuple[tuple[Mechanism, str, int], ...] = (("gaussian", "report", 1), ("laplace", "report", 1),
+                                                     ("gaussian", "person", 3))
+    for mechanism, unit, m in cases:
         table = CountTable(by=("a",), groups=(("x",),), counts=(1,), ci95=9.0, mechanism=mechanism, rho=0.02,
                            unit=unit, max_contributions=m)
         old = {k: v for k, v in table.to_json().items() if k != "sd"}
         read = CountTable.from_json(old)
-        exact = math.sqrt(noise_moments(0.02, mechanism, m)[1])  # type: ignore[arg-type]
+        exact = math.sqrt(noise_moments(0.02, mechanism, m)[1])
         assert read.sd == pytest.approx(exact, rel=1e-12) and read == table
     given = CountTable(by=("a",), groups=(("x",),), counts=(1,), ci95=9.0, mechanism="gaussian", rho=0.02,
                        unit="report", sd=4.5)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.encoding import encode
+from core.encoding import EncodedBatch, encode
 from core.engines.castle.kernels import join_il
-from core.engines.castle.records import Settings
+from core.engines.castle.records import Departure, Settings
 from core.engines.castle.space import Space, join_il_numpy
 from core.engines.castle.state import restore, snapshot
 from core.engines.castle.stream import CastleStream
@@ -22,7 +23,8 @@ from tests.strategies import make_table, small_schema
 SCHEMA = small_schema()
 
 
-def _stream(n: int, seed: int, s: Settings, persons: int | None = None, stream_seed: int = 0):
+def _stream(n: int, seed: int, s: Settings, persons: int | None = None,
+            stream_seed: int = 0) -> tuple[EncodedBatch, Space, np.ndarray, list[Departure], CastleStream]:
     """Replay a random table of ``n`` rows; person ids drawn from ``persons`` people (default: one per row)."""
     batch = encode(make_table(seed, n), SCHEMA)
     space = Space.from_batch(batch)
@@ -30,23 +32,31 @@ def _stream(n: int, seed: int, s: Settings, persons: int | None = None, stream_s
     pids = rng.integers(0, persons, n) if persons else np.arange(n)
     st_ = CastleStream(space, s, np.random.default_rng(stream_seed))
     leaves = batch.leaf_matrix.astype(np.int32)
-    out = []
+    assert batch.sensitive_codes is not None
+    out: list[Departure] = []
     for i in range(n):
         out.extend(st_.push(i, leaves[i], int(pids[i]), int(batch.sensitive_codes[i])))
     out.extend(st_.flush())
     return batch, space, pids, out, st_
 
 
-def _check_guarantee(batch, space, pids, out, s: Settings) -> None:
-    ids = [o.tuple_id for o in out]
+def _id(o: Departure) -> int:
+    """The tuple id of a departure: these tests push rows under their integer position."""
+    assert isinstance(o.tuple_id, int)
+    return o.tuple_id
+
+
+def _check_guarantee(batch: EncodedBatch, space: Space, pids: np.ndarray, out: list[Departure], s: Settings) -> None:
+    ids = [_id(o) for o in out]
     assert sorted(ids) == list(range(batch.n))  # every tuple out once (released or suppressed)
     by_gen: dict[tuple, list[int]] = defaultdict(list)
     for o in out:
         assert o.latency <= s.delta_tuples  # never late
         if o.nodes is None:
             continue
-        assert space.covers(o.nodes, batch.leaf_matrix[o.tuple_id])  # labels generalize the tuple
-        by_gen[tuple(map(tuple, o.nodes))].append(o.tuple_id)
+        assert space.covers(o.nodes, batch.leaf_matrix[_id(o)])  # labels generalize the tuple
+        by_gen[tuple(map(tuple, o.nodes))].append(_id(o))
+    assert batch.sensitive_codes is not None
     for rows in by_gen.values():  # classes as a reader sees them: equal generalisations
         assert len(set(pids[rows].tolist())) >= s.k
         assert len(set(batch.sensitive_codes[rows].tolist())) >= s.l
@@ -71,17 +81,18 @@ def test_k_counts_persons_not_reports() -> None:
     leaves = batch.leaf_matrix.astype(np.int32)
     st_ = CastleStream(space, s, np.random.default_rng(0))
     pids = np.array([0] * 30 + list(range(1, 11)))  # 30 reports of person 0 (the same tuple), then 10 people
-    out = []
+    assert batch.sensitive_codes is not None
+    out: list[Departure] = []
     for i in range(40):
         x = leaves[0] if i < 30 else leaves[i]
         out.extend(st_.push(i, x, int(pids[i]), int(batch.sensitive_codes[i])))
     out.extend(st_.flush())
     released = [o for o in out if o.nodes is not None]
-    early = [o for o in out if o.tuple_id < 24]  # expired before anyone else arrived: one person only
+    early = [o for o in out if _id(o) < 24]  # expired before anyone else arrived: one person only
     assert all(o.nodes is None and o.reason == "too-few-waiting" for o in early)
     by_cluster: dict[int, set] = defaultdict(set)
     for o in released:
-        by_cluster[o.cluster].add(int(pids[o.tuple_id]))
+        by_cluster[o.cluster].add(int(pids[_id(o)]))
     assert by_cluster and all(len(p) >= 3 for p in by_cluster.values())
 
 
@@ -94,9 +105,11 @@ def test_same_seed_same_departures_and_restore_continues_identically() -> None:
     space = Space.from_batch(batch)
     leaves = batch.leaf_matrix.astype(np.int32)
     pids = np.random.default_rng(3).integers(0, 50, 90)
+    assert batch.sensitive_codes is not None
+    codes = batch.sensitive_codes
 
-    def feed(stream, rows):
-        return [d for i in rows for d in stream.push(i, leaves[i], int(pids[i]), int(batch.sensitive_codes[i]))]
+    def feed(stream: CastleStream, rows: Iterable[int]) -> list[Departure]:
+        return [d for i in rows for d in stream.push(i, leaves[i], int(pids[i]), int(codes[i]))]
 
     whole = CastleStream(space, s, np.random.default_rng(0))
     first = feed(whole, range(45))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +29,7 @@ def _fed(seed: int, n: int, s: Settings, persons: int) -> tuple[CastleStream, np
     stream = CastleStream(Space.from_batch(batch), s, np.random.default_rng(seed))
     pids = np.random.default_rng(seed).integers(0, persons, n)
     leaves = batch.leaf_matrix.astype(np.int32)
+    assert batch.sensitive_codes is not None
     for i in range(n):
         assert not stream.push(i, leaves[i], int(pids[i]), int(batch.sensitive_codes[i]))
     return stream, pids
@@ -51,7 +54,7 @@ def test_the_merge_takes_the_nearest_eligible_tuple_at_each_step(seed: int, k: i
     lo, hi, lvl = stream.pool.lo[slot].copy(), stream.pool.hi[slot].copy(), stream.pool.lvl[slot].copy()
     have_p, have_v = set(c.pids), set(c.sens)
     rest = [t for t in stream.queue if t not in c.members]
-    taken: list[int] = []
+    taken: list[Hashable] = []
     while len(have_p) < k or len(have_v) < ell:  # the oracle: numpy costs, eligibility by brute force
         ok = [t for t in rest if t not in taken and (len(have_p) >= k or stream.tuples[t].pid not in have_p)
               and (len(have_v) >= ell or stream.tuples[t].sens not in have_v)]
