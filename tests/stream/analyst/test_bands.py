@@ -6,6 +6,7 @@ import json
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,11 +30,11 @@ def release() -> tuple[pd.DataFrame, dict]:
     return table, build_codebook(schema, table, suppressed=len(rel.suppressed))
 
 
-def counted(*args: object, **kwargs: object) -> Bands:
+def counted(*args: Any, **kwargs: Any) -> Bands:
     """``band_counts``, checking that it warned exactly when under half the rows resolve."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        bands = band_counts(*args, **kwargs)  # type: ignore[arg-type]
+        bands = band_counts(*args, **kwargs)
     coarse = [w for w in caught if issubclass(w.category, CoarseBandsWarning)]
     assert len(coarse) == (1 if bands.resolved < 0.5 else 0) == (0 if bands.warning is None else 1)
     assert not coarse or str(coarse[0].message) == bands.warning

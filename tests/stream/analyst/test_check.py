@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -25,7 +26,7 @@ from stream.wire.signing import sign_manifest
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
 PUBLIC = KEY.public_key().public_bytes_raw().hex()
 COLUMNS = ["class_id", "age_lo", "age_hi", "share", "postcode", "event_date", "offence", "suppressed", "seen_at"]
-ROWS = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False, "2024-03-01T10:15:00+10:00"],
+ROWS: list[list[Any]] = [[0, 20, 24, 0.25, "3053", "2024-03-01", "Theft", False, "2024-03-01T10:15:00+10:00"],
         [0, 20, 24, 1.0, "0123", "2024-03-01", "=HYPERLINK(1)", False, "2024-03-01T00:00:00Z"],
         [1, None, None, None, None, "2024-03-01", "Assault", True, None],
         [1, 30, 34, 2.5, "3000", "2024-03-01", "-Théft", False, "2024-03-01T23:59:59.250000Z"]]
@@ -44,11 +45,14 @@ def _written(tmp_path: Path, fmt: str) -> tuple[Path, Path]:
     out = tmp_path / fmt
     paths = [write_release(out, *_release(rid), fmt, "date") for rid in ("r-target", "r-other")]
     assert all(p is not None for p in paths)
-    return out, paths[0]  # type: ignore[return-value]
+    first = paths[0]
+    assert first is not None
+    return out, first
 
 
 def _rewrite(path: Path, fmt: str, change: str) -> None:
     """Change one value, drop one row or swap two rows of a written release file, keeping its format."""
+    rows: list[list[Any]]
     if fmt == "csv":
         with path.open(newline="") as fh:
             head, *rows = list(csv.reader(fh))
@@ -59,7 +63,8 @@ def _rewrite(path: Path, fmt: str, change: str) -> None:
         frame = pd.read_parquet(path)
         head, rows = list(frame.columns), [list(r) for r in frame.itertuples(index=False, name=None)]
     if change == "value":
-        rows[3][head.index("age_lo")] = 31 if fmt != "csv" else "31"
+        changed: list[Any] = rows[3]
+        changed[head.index("age_lo")] = 31 if fmt != "csv" else "31"
     elif change == "row":
         rows = rows[:-1]
     else:

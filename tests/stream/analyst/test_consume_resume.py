@@ -15,6 +15,7 @@ from stream.analyst.consumer import GroupOffsets
 from stream.analyst.dataset import read_releases
 from stream.analyst.export import write_release
 from stream.analyst.export.types import release_frame
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.manifests import contract_manifest
 from stream.wire.records import checksum, dumps, record_messages
 from stream.wire.signing import sign_manifest
@@ -112,7 +113,8 @@ def _publish(kafka: Any, topics: tuple[str, str], releases: list[tuple[dict[str,
 
 
 @pytest.mark.broker
-def test_consume_twice_with_a_group_resumes(kafka, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_consume_twice_with_a_group_resumes(kafka: EmbeddedBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
     from stream.ops.broker import ensure_topics
 

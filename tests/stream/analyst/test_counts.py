@@ -69,4 +69,4 @@ def test_read_counts_consistent_view(tmp_path: Path) -> None:
     assert read_counts(tmp_path, by=("offence",), view="consistent")["count"].tolist() == \
         margins.loc[["Theft", "Robbery"], "offence"].tolist()
     with pytest.raises(ValueError, match="view"):
-        read_counts(tmp_path, view="clipped")  # type: ignore[arg-type]
+        read_counts(tmp_path, view="clipped")  # type: ignore[arg-type]  # an unknown view on purpose

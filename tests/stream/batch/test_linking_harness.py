@@ -6,11 +6,14 @@ disclosed or narrowed below k."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from core.attacks import intersection_attack
+from core.attacks.linking import AttackResult
 from core.engines.registry import engine_names
 from stream.testing.linking import KEY, SCHEMA, overlapping_days, run_batch, run_stream
 
@@ -20,7 +23,7 @@ PARAMS = {"ils": {"time_limit": 0, "max_iterations": 200}}  # a work budget inst
 
 
 @pytest.fixture(scope="module")
-def days():  # type: ignore[no-untyped-def]
+def days() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     return overlapping_days(per_day=150, overlap=0.08, seed=3)
 
 
@@ -29,7 +32,8 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANONSTREAM_FINGERPRINT_KEY", KEY)
 
 
-def _attack(rels, member, shared):  # type: ignore[no-untyped-def]
+def _attack(rels: Sequence[pd.DataFrame], member: Sequence[Sequence[int]] | None,
+            shared: pd.DataFrame) -> AttackResult:
     res = intersection_attack(rels, shared, SCHEMA, K, membership=member)
     assert res.inconsistent == 0 and res.persons == len(shared)
     return res
@@ -37,7 +41,8 @@ def _attack(rels, member, shared):  # type: ignore[no-untyped-def]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", engine_names())
-def test_guarded_paths_leave_nothing_to_intersect(engine, days, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_guarded_paths_leave_nothing_to_intersect(engine: str, days: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+                                                  tmp_path: Path) -> None:
     day1, day2, shared = days
     (tmp_path / "s").mkdir()
     (tmp_path / "b").mkdir()
@@ -50,7 +55,8 @@ def test_guarded_paths_leave_nothing_to_intersect(engine, days, tmp_path: Path) 
         assert sum(1 for m in member if m) >= 0.9 * len(shared)  # and (nearly) all released once
 
 
-def test_unguarded_batch_runs_are_attackable(days, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_unguarded_batch_runs_are_attackable(days: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+                                             tmp_path: Path) -> None:
     """The harness bites: two kmember runs without a ledger link every shared report."""
     day1, day2, shared = days
     assert "ANONSTREAM_FINGERPRINT_KEY" in os.environ

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.ils_kernels,
               pytest.mark.skipif(not ADULT.exists(), reason="needs the Adult data beside the clone")]
 
 
-def _lines(stream: object, out: queue.Queue[str | None]) -> None:
-    for line in stream:  # type: ignore[attr-defined]
+def _lines(stream: Iterable[str], out: queue.Queue[str | None]) -> None:
+    for line in stream:
         out.put(line.rstrip("\n"))
     out.put(None)
 
@@ -68,7 +69,8 @@ def test_ctrl_c_ends_a_long_anonymize_with_one_line_and_exit_130(engine: str, ph
             proc.kill()
             proc.wait()
         reader.join(timeout=SAFETY_S)
-        proc.stderr.close()  # type: ignore[union-attr]
+        assert proc.stderr is not None
+        proc.stderr.close()
     progress = [line for line in after if line.startswith(started)]
     assert len(progress) < MAX_LINES_AFTER, after
     assert code == 130, after

@@ -43,7 +43,7 @@ def test_a_topic_no_worker_serves_is_pushed_to_with_a_warning(kafka: EmbeddedBro
     assert f"push: warning: no worker has advertised on {topic}" in captured.err
 
 
-def _keyed(kafka, topic: str, want: int) -> list[tuple[bytes, dict]]:  # type: ignore[no-untyped-def]
+def _keyed(kafka: EmbeddedBroker, topic: str, want: int) -> list[tuple[bytes, dict]]:
     """``want`` messages of ``topic`` as (key, JSON value), polled until they are all there (or 30 s)."""
     import json
     import time

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from core.errors import ParamsError
 from stream.cli.main import main
@@ -30,8 +32,8 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def _settings(tmp_path: Path, **kw: object) -> Settings:
-    return Settings(data_dir=tmp_path, fingerprint_key="k" * 64, **kw)  # type: ignore[arg-type]
+def _settings(tmp_path: Path, **kw: Any) -> Settings:
+    return Settings(data_dir=tmp_path, fingerprint_key=SecretStr("k" * 64), **kw)
 
 
 def test_example_file_gives_each_feed_its_own_settings(tmp_path: Path) -> None:

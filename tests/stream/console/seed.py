@@ -17,10 +17,16 @@ fingerprint, for the no-leak test.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from pydantic import SecretStr
+
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 
 DAY = datetime(2024, 3, 1, tzinfo=UTC)
 TOKEN = "console-test-token-7f3a"
@@ -37,7 +43,8 @@ class Seeded:
     rejected: dict[str, int] = field(default_factory=dict)
 
 
-def _validate(settings: Any, schema: Any, reports: list[dict[str, Any]], bad: list[bytes] = ()) -> tuple[list, list]:  # type: ignore[assignment]
+def _validate(settings: Any, schema: Any, reports: list[dict[str, Any]],
+              bad: Sequence[bytes] = ()) -> tuple[list, list]:
     from db import Rejection
     from stream.intake.validate import Clean, ReportValidator, to_incoming
 
@@ -60,9 +67,11 @@ def build(url: str, data_dir: Path, pbg: bool = True) -> Seeded:
     from stream.station.simulate import bad_reports, generate_day
     from stream.worker.release import Orchestrator, window_policy
 
-    settings = Settings(data_dir=data_dir, database_url=url, spec="crime", engine="mondrian", k=5,
-                        operator_token=TOKEN, fingerprint_key="console-test-key", idle_timeout_s=60,
-                        windows={"min_release_rows": 1})  # small windows released (or held), not carried
+    settings = Settings(data_dir=data_dir, database_url=url, spec="crime", engine="mondrian",
+                        privacy=StreamPrivacy(k=5),
+                        operator_token=SecretStr(TOKEN), fingerprint_key=SecretStr("console-test-key"),
+                        # small windows released (or held), not carried
+                        windows=WindowPolicy(min_release_rows=1, idle_timeout_s=60))
     migrations.upgrade(url)
     db = Database(url)
     schema = load_schema(settings.spec)
@@ -71,7 +80,7 @@ def build(url: str, data_dir: Path, pbg: bool = True) -> Seeded:
     now = datetime.now(UTC) - timedelta(minutes=10)
     later = now + timedelta(minutes=5)
 
-    groups = {  # station -> (reports, settings overrides)
+    groups: dict[str, tuple[Any, dict[str, Any]]] = {  # station -> (reports, settings overrides)
         **{st: (rs, {}) for st, rs in generate_day(3, 120, 11, DAY).items()},
         **({st: (rs, {"engine": "pbg-ea", "engine_params": {"population": 6, "iterations": 3}})
             for st, rs in generate_day(1, 120, 12, DAY, prefix="P").items()} if pbg else {}),

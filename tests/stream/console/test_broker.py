@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from collections.abc import Awaitable, Iterator
+from typing import Any
 
 import pytest
 
+from stream.config.settings import Settings
 from stream.ops.kafka_clients import open_client
 from tests.stream.console.conftest import Console
 from tests.stream.console.seed import Seeded
@@ -16,7 +19,7 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture(scope="module")
-def live(seeded: Seeded):  # type: ignore[no-untyped-def]
+def live(seeded: Seeded) -> Iterator[tuple[Settings, Console]]:
     """Settings pointing at the bundled broker with topics unique to this module, and a console on them."""
     from stream.ops.broker import ensure_topics, topic_partitions
     from stream.testing.services import broker
@@ -32,7 +35,7 @@ def live(seeded: Seeded):  # type: ignore[no-untyped-def]
     c.close()
 
 
-def _publish(settings, seeded: Seeded, release_id: str) -> None:  # type: ignore[no-untyped-def]
+def _publish(settings: Settings, seeded: Seeded, release_id: str) -> None:
     """Publish a stored release with the worker's own publishing code (kafka-python as the producer)."""
     from kafka import KafkaProducer
 
@@ -42,7 +45,7 @@ def _publish(settings, seeded: Seeded, release_id: str) -> None:  # type: ignore
     producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers(), acks="all", linger_ms=5)
     service = WorkerService(settings, seeded.db, load_schema(settings.spec), worker="console-test")
 
-    async def send(topic: str, key: bytes | None, value: bytes):  # type: ignore[no-untyped-def]
+    async def send(topic: str, key: bytes | None, value: bytes) -> Awaitable[Any]:
         fut = producer.send(topic, key=key, value=value)
         return asyncio.to_thread(fut.get, 20)
 
@@ -52,7 +55,7 @@ def _publish(settings, seeded: Seeded, release_id: str) -> None:  # type: ignore
         producer.close()
 
 
-def test_reverify_published_release(live, seeded: Seeded, token: str) -> None:  # type: ignore[no-untyped-def]
+def test_reverify_published_release(live: tuple[Settings, Console], seeded: Seeded, token: str) -> None:
     settings, c = live
     rid = seeded.releases["S1"]
     _publish(settings, seeded, rid)
@@ -74,7 +77,8 @@ def test_reverify_published_release(live, seeded: Seeded, token: str) -> None:  
     assert len(audit) == 2 and all(a["detail"]["ok"] for a in audit)
 
 
-def test_reverify_detects_missing_and_tampered_records(live, seeded: Seeded, token: str) -> None:  # type: ignore[no-untyped-def]
+def test_reverify_detects_missing_and_tampered_records(live: tuple[Settings, Console], seeded: Seeded,
+                                                       token: str) -> None:
     from kafka import KafkaProducer
 
     from db import ReleaseRepository
@@ -98,7 +102,8 @@ def test_reverify_detects_missing_and_tampered_records(live, seeded: Seeded, tok
     assert any("below the required k" in f for f in res["failures"])
 
 
-def test_consumer_lag_and_cli(live, seeded: Seeded, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_consumer_lag_and_cli(live: tuple[Settings, Console], seeded: Seeded,
+                              capsys: pytest.CaptureFixture[str]) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
@@ -127,6 +132,7 @@ def test_consumer_lag_and_cli(live, seeded: Seeded, capsys: pytest.CaptureFixtur
     assert lag["total"] == 7
 
     rid = seeded.releases["S1"]
+    assert settings.broker_url is not None
     argv = ["--database", settings.db_url(), "--broker", settings.broker_url]
     env_topic = {"ANONSTREAM_TOPIC_ANONYMIZED": settings.topic_anonymized, "ANONSTREAM_APP_ID": settings.app_id,
                  "ANONSTREAM_TOPIC_REPORTS": settings.topic_reports}

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from db.console_queries import ReleaseFilter
+from tests.stream.console.seed import Seeded
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def pg_seeded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def pg_seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     from stream.testing.services import postgres
     from tests.stream.console.seed import build
 
@@ -24,7 +26,7 @@ def pg_seeded(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
     s.db.dispose()
 
 
-def test_queries_on_postgres(pg_seeded) -> None:  # type: ignore[no-untyped-def]
+def test_queries_on_postgres(pg_seeded: Seeded) -> None:
     from stream.console.service import ConsoleService
 
     svc = ConsoleService(pg_seeded.settings, pg_seeded.db, broker_timeout_s=1.0)
@@ -48,7 +50,7 @@ def test_queries_on_postgres(pg_seeded) -> None:  # type: ignore[no-untyped-def]
     assert not [i for i in pg_seeded.identifiers if i.lower() in text]
 
 
-def test_controls_on_postgres(pg_seeded) -> None:  # type: ignore[no-untyped-def]
+def test_controls_on_postgres(pg_seeded: Seeded) -> None:
     from stream.console.service import ConsoleService
 
     svc = ConsoleService(pg_seeded.settings, pg_seeded.db, broker_timeout_s=1.0)

@@ -63,7 +63,7 @@ def raw_of(case: str, good: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize("case", sorted(CAUSES))
-def test_each_cause_is_dead_lettered_with_its_reason(validator: ReportValidator, good: dict, case) -> None:  # type: ignore[no-untyped-def]
+def test_each_cause_is_dead_lettered_with_its_reason(validator: ReportValidator, good: dict, case: str) -> None:
     raw = raw_of(case, good)
     out = screen_batch(validator, [raw, json.dumps(good).encode()], KEY, lambda st: f"station:{st}", True, NOW)
     assert [r.reason for r in out.rejections] == [CAUSES[case][1]]

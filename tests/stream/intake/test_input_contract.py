@@ -52,7 +52,7 @@ severity = {{ "Theft" = 1, "Robbery" = 2 }}
 DAYS = ["05/10/2020", "16/08/2020", "01/02/2021", "12/12/2020"]
 
 
-def _spec(tmp_path: Path, fmt: str | None, policy: str = "error"):  # type: ignore[no-untyped-def]
+def _spec(tmp_path: Path, fmt: str | None, policy: str = "error") -> Path:
     path = tmp_path / f"spec-{abs(hash((fmt, policy)))}.toml"
     path.write_text(SPEC.format(fmt=f', format = "{fmt}"' if fmt else "", policy=policy))
     return path
@@ -63,14 +63,14 @@ def _rows(days: list[str]) -> list[dict[str, str]]:
              "age": str(20 + i), "offence": "Theft"} for i, d in enumerate(days)]
 
 
-def _stream_days(spec_path, rows):  # type: ignore[no-untyped-def]
+def _stream_days(spec_path: str | Path, rows: list[dict[str, str]]) -> list[str]:
     v = ReportValidator(load_schema(spec_path))
     out = [v.check(dict(r)) for r in rows]
     assert all(isinstance(c, Clean) for c in out), out
-    return [c.event_time.strftime("%Y-%m-%d") for c in out]
+    return [c.event_time.strftime("%Y-%m-%d") for c in out if isinstance(c, Clean)]
 
 
-def _batch_days(spec_path, csv_path) -> list[str]:  # type: ignore[no-untyped-def]
+def _batch_days(spec_path: Path, csv_path: Path) -> list[str]:
     schema = load_schema(spec_path)
     frame = read_for_spec(csv_path, schema.spec, schema)
     qi = encode(frame, schema).qis[0]
@@ -127,8 +127,10 @@ def test_impossible_dates_and_fractional_ages_are_refused_in_batch_and_stream(tm
     v = ReportValidator(schema)
     got = [v.check(dict(r)) for r in rows]
     assert isinstance(got[0], Clean)
-    assert (got[1].reason, got[1].detail.column) == ("invalid-value", "dob")  # type: ignore[union-attr]
-    assert (got[2].reason, got[2].detail.column) == ("invalid-value", "age")  # type: ignore[union-attr]
+    assert isinstance(got[1], Rejected) and isinstance(got[2], Rejected)
+    assert got[1].detail is not None and got[2].detail is not None
+    assert (got[1].reason, got[1].detail.column) == ("invalid-value", "dob")
+    assert (got[2].reason, got[2].detail.column) == ("invalid-value", "age")
     assert got[1].message != got[2].message
     assert "1990-13-45" not in got[1].message and "34.5" not in got[2].message  # values never go to the DLQ
     outside = v.check(rows[0] | {"sex": "Q"})
@@ -156,15 +158,15 @@ def test_missing_values_follow_one_policy_in_batch_and_stream(tmp_path: Path, po
     if policy == "error":
         with pytest.raises(InputDataError, match=r"column 'sex' has 1 missing value\(s\), line\(s\) 4"):
             read_for_spec(csv, schema.spec, schema)
-        assert verdicts[2].reason == "missing-field"  # type: ignore[union-attr]
+        assert isinstance(verdicts[2], Rejected) and verdicts[2].reason == "missing-field"
     elif policy == "drop":
         frame = read_for_spec(csv, schema.spec, schema)
         assert len(frame) == 3 and frame.attrs["dropped_missing"] == 1
-        assert verdicts[2].reason == "missing-value"  # type: ignore[union-attr]
+        assert isinstance(verdicts[2], Rejected) and verdicts[2].reason == "missing-value"
     else:
         frame = read_for_spec(csv, schema.spec, schema)
         assert frame["sex"].tolist()[2] == "(missing)"
-        assert verdicts[2].data["sex"] == "(missing)"  # type: ignore[union-attr]
+        assert isinstance(verdicts[2], Clean) and verdicts[2].data["sex"] == "(missing)"
 
 
 def test_repeated_report_ids_are_found_across_runs_in_bounded_memory() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter as Tally
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +33,15 @@ SIGNING_KEY = "3c5e7a9b1d2f4a6c8e0b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e5b7d9f1a2c"
 PER_STATION = 60
 
 
-def _production(kafka, pg, workdir, **extra: Any) -> Scenario:  # type: ignore[no-untyped-def]
+def _production(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, **extra: Any) -> Scenario:
     sc = Scenario(kafka, pg, workdir, mode="production", fingerprint_key=STRONG_KEY,
                   signing_key=SIGNING_KEY, **extra)
     return sc
 
 
 @pytest.fixture(scope="module")
-def poisoned(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def poisoned(kafka: EmbeddedBroker, pg: PostgresServer,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     sc = _production(kafka, pg, tmp_path_factory.mktemp("poison"))
     StationRegistry(sc.db).add(["S1", "S2"], "test", NOW)
     reports = day_of_reports(2, PER_STATION, seed=21)
@@ -63,7 +65,7 @@ def poisoned(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest
     sc.close()
 
 
-def test_worker_survives_every_poison_message(poisoned) -> None:  # type: ignore[no-untyped-def]
+def test_worker_survives_every_poison_message(poisoned: dict[str, Any]) -> None:
     sc = poisoned["sc"]
     (worker,) = sc.workers
     assert worker.poll() is None, "the worker exited"
@@ -72,7 +74,7 @@ def test_worker_survives_every_poison_message(poisoned) -> None:  # type: ignore
 
 
 @pytest.mark.parametrize("case", sorted(CAUSES))
-def test_each_cause_is_dead_lettered_on_the_topic(poisoned, case) -> None:  # type: ignore[no-untyped-def]
+def test_each_cause_is_dead_lettered_on_the_topic(poisoned: dict[str, Any], case: str) -> None:
     reasons = Tally(d["reason"] for d in poisoned["dlq"])
     assert reasons[CAUSES[case][1]] >= 1, reasons
     for d in poisoned["dlq"]:
@@ -80,7 +82,7 @@ def test_each_cause_is_dead_lettered_on_the_topic(poisoned, case) -> None:  # ty
         assert d["station_id"] is None or len(d["station_id"]) <= 64
 
 
-def test_each_message_is_accepted_or_dead_lettered_exactly_once(poisoned) -> None:  # type: ignore[no-untyped-def]
+def test_each_message_is_accepted_or_dead_lettered_exactly_once(poisoned: dict[str, Any]) -> None:
     """The poison, 40 seeded arbitrary messages and the valid reports: every pushed message is in
     exactly one place (released, suppressed, a duplicate/correction, or the DLQ: topic and counters)."""
     sc, acc, dlq = poisoned["sc"], poisoned["acc"], poisoned["dlq"]
@@ -97,7 +99,7 @@ def test_each_message_is_accepted_or_dead_lettered_exactly_once(poisoned) -> Non
     assert big["truncated"] and big["payload_bytes"] >= 200_000 and len(big["payload_sha256"]) == 64
 
 
-def test_valid_reports_around_the_poison_are_released(poisoned) -> None:  # type: ignore[no-untyped-def]
+def test_valid_reports_around_the_poison_are_released(poisoned: dict[str, Any]) -> None:
     sc, releases = poisoned["sc"], poisoned["releases"]
     fps = {fingerprint(STRONG_KEY.encode(), st, str(r["report_id"])) for st, rows in poisoned["reports"].items()
            for r in rows}
@@ -110,7 +112,7 @@ def test_valid_reports_around_the_poison_are_released(poisoned) -> None:  # type
         assert "2024-03-01" <= span["first"] <= span["last"] < "2024-03-02"
 
 
-def test_implausible_times_never_move_a_watermark(poisoned) -> None:  # type: ignore[no-untyped-def]
+def test_implausible_times_never_move_a_watermark(poisoned: dict[str, Any]) -> None:
     with poisoned["sc"].db.read() as s:
         marks = {k: t for k, t in s.execute(select(Watermark.key, Watermark.event_time)).all()}
         keys = set(s.execute(select(Window.key)).scalars())

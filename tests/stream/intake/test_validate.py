@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -35,7 +37,8 @@ def test_generated_reports_are_accepted_and_lose_identifiers(validator: ReportVa
         assert not {"name", "dob", "report_id"} & set(inc.data)
         assert inc.fingerprint == fingerprint(b"key", "S1", str(r["report_id"]))
         assert inc.person_fp == person_fingerprint(b"key", [str(r["name"]), str(r["dob"])])
-        assert inc.event_time.utcoffset().total_seconds() == 0
+        offset = inc.event_time.utcoffset()
+        assert offset is not None and offset.total_seconds() == 0
 
 
 @pytest.mark.parametrize("mutate, reason", [
@@ -49,7 +52,8 @@ def test_generated_reports_are_accepted_and_lose_identifiers(validator: ReportVa
     (lambda r: json.dumps(r | {"offence": "Jaywalking on Mars"}).encode(), "unknown-offence"),
     (lambda r: json.dumps(r | {"age": {"years": 3}}).encode(), "invalid-value"),
 ])
-def test_rejection_reasons(validator: ReportValidator, good: list[dict[str, object]], mutate, reason: str) -> None:  # type: ignore[no-untyped-def]
+def test_rejection_reasons(validator: ReportValidator, good: list[dict[str, object]],
+                           mutate: Callable[[dict[str, Any]], bytes], reason: str) -> None:
     res = validator.check(mutate(good[0]))
     assert isinstance(res, Rejected)
     assert res.reason == reason
@@ -58,7 +62,8 @@ def test_rejection_reasons(validator: ReportValidator, good: list[dict[str, obje
 
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["suburb", "sex", "reporter"]), st.text(min_size=1, max_size=12))
-def test_unknown_qi_values_never_pass_and_are_not_echoed(validator: ReportValidator, good: list[dict[str, object]], column, value) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_qi_values_never_pass_and_are_not_echoed(validator: ReportValidator, good: list[dict[str, object]],
+                                                         column: str, value: str) -> None:
     res = validator.check(json.dumps(good[0] | {column: value}).encode())
     if isinstance(res, Clean):  # only a real leaf of the hierarchy passes
         leaves = set(validator.schema.hierarchies[column].encode(

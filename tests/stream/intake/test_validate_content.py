@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from db.ledger import IncomingReport
 from stream.intake.validate import Clean, ReportValidator, content_fields, to_incoming
 from stream.io.specs import load_schema
 from stream.testing.reports import ARRESTS_SPEC, overlapping_exports
@@ -15,7 +16,7 @@ def _validator(tmp_path: Path) -> ReportValidator:
     return ReportValidator(load_schema(str(spec)))
 
 
-def _incoming(v: ReportValidator, report: dict[str, str]):  # type: ignore[no-untyped-def]
+def _incoming(v: ReportValidator, report: dict[str, str]) -> IncomingReport:
     clean = v.check(dict(report))
     assert isinstance(clean, Clean), clean
     return to_incoming(clean, b"key", f"station:{clean.station_id}", False)

@@ -21,14 +21,14 @@ def hints() -> Hints:
 
 
 def _rows() -> list[dict[str, object]]:
-    rows = [{k: str(v) for k, v in r.items()} for r in day_of_reports(1, 3, seed=8)["S1"]]
+    rows: list[dict[str, object]] = [{k: str(v) for k, v in r.items()} for r in day_of_reports(1, 3, seed=8)["S1"]]
     rows[0] |= {"offence": "theft", "name": "=HYPERLINK(\"http://x\")"}  # a formula in an identifier
     rows[1] |= {"age": "-5", "name": "+cmd|' /C calc'!A0", "suburb": "@SUM(A1)"}
     rows[2] |= {"report_id": "-S1-000003", "name": "Jane Roe"}
     return rows
 
 
-def _write(path, hints, rows) -> None:  # type: ignore[no-untyped-def]
+def _write(path: Path, hints: Hints, rows: list[dict[str, object]]) -> None:
     writer = RejectsWriter(path, list(rows[0]), hints)
     writer.write(rows[0], Rejection(2, "unknown-offence", "field 'offence': not in the severity table",
                                     RejectDetail("offence", "theft")))

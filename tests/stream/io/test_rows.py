@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,7 +52,8 @@ def test_json_lines_stream_in_their_encoding(tmp_path: Path) -> None:
     (lambda d: d, "is a folder, not a file"),
     (lambda d: (d / "x.csv").write_bytes(b"\x7fELF\x02\x01\x01\x00" * 20) and d / "x.csv", "not a text file"),
 ])
-def test_what_is_not_a_table_is_refused_before_the_first_row(tmp_path: Path, make, says: str) -> None:  # type: ignore[no-untyped-def]
+def test_what_is_not_a_table_is_refused_before_the_first_row(tmp_path: Path, make: Callable[[Path], Any],
+                                                             says: str) -> None:
     rows = iter_rows(make(tmp_path))
     with pytest.raises(InputDataError, match=says):
         next(rows)

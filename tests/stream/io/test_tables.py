@@ -3,7 +3,9 @@ refused in one line when the file is not a table."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -94,7 +96,7 @@ def test_a_utf8_file_with_a_stray_windows_byte_names_its_line(tmp_path: Path) ->
     (lambda d: (d / "x.csv").write_bytes(b"\x00\x01\x02PK\x03\x04" * 50) and d / "x.csv", "not a text file"),
     (lambda d: (d / "x.jsonl").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00") and d / "x.jsonl", "not a text file"),
 ])
-def test_what_is_not_a_table_is_refused_before_reading(tmp_path: Path, make, says: str) -> None:  # type: ignore[no-untyped-def]
+def test_what_is_not_a_table_is_refused_before_reading(tmp_path: Path, make: Callable[[Path], Any], says: str) -> None:
     with pytest.raises(InputDataError, match=says):
         read_table(make(tmp_path))
 

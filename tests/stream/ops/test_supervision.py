@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from stream.config.settings import Settings
 from stream.ops.broker import BrokerWatch, EmbeddedBroker, ensure_topics, topic_partitions
@@ -52,7 +53,7 @@ def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path: Pa
 
     broker = start_broker()  # its own broker: this test restarts it
     try:
-        settings = Settings(data_dir=tmp_path, broker_url=broker.url, fingerprint_key="k")
+        settings = Settings(data_dir=tmp_path, broker_url=broker.url, fingerprint_key=SecretStr("k"))
         ensure_topics(settings.bootstrap_servers(), topic_partitions(settings))
         producer = open_client(KafkaProducer, bootstrap_servers=settings.bootstrap_servers())
         producer.send(settings.topic_releases, key=b"r-1", value=b"{}").get(timeout=90)
@@ -75,7 +76,8 @@ def test_broker_watch_sees_a_broker_that_restarted_without_its_data(tmp_path: Pa
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "cause"), [(signal.SIGKILL, "killed by SIGKILL"),
                                             (signal.SIGTERM, "stopped by SIGTERM")])
-def test_run_exits_3_with_one_clear_line_when_its_embedded_broker_dies(tmp_path: Path, sig, cause: str) -> None:  # type: ignore[no-untyped-def]
+def test_run_exits_3_with_one_clear_line_when_its_embedded_broker_dies(tmp_path: Path, sig: signal.Signals,
+                                                                        cause: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
     env.update({"ANONSTREAM_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT), "ANONSTREAM_BROKER_WATCH_S": "1"})
     log = tmp_path / "run.log"

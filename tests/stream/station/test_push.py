@@ -16,7 +16,7 @@ from stream.testing.reports import day_of_reports, spec_ref
 pytestmark = [pytest.mark.broker]
 
 
-def _read(kafka, topic: str) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+def _read(kafka: EmbeddedBroker, topic: str) -> list[dict[str, object]]:
     consumer = make_consumer(kafka.bootstrap, [topic])
     out: list[dict[str, object]] = []
     try:

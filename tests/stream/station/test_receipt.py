@@ -6,6 +6,7 @@ One worker process (stations must be registered) serves the whole module.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +28,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def served(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def served(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scenario]:
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("receipt"), register_stations="registered")
     with sc.db.unit() as s:
         register_seen(s, ["S1", "S2"], datetime.now(UTC))
@@ -54,9 +55,10 @@ def _end_offsets(sc: Scenario) -> int:
         consumer.close()
 
 
-def _push(sc: Scenario, path, *extra: str) -> int:  # type: ignore[no-untyped-def]
+def _push(sc: Scenario, path: Path, *extra: str) -> int:
     from stream.cli.main import main
 
+    assert sc.settings.broker_url is not None
     return main(["push", str(path), "--broker", sc.settings.broker_url, "--topic", sc.settings.topic_reports,
                  *extra])
 
@@ -67,13 +69,14 @@ def _day(stations: int, n: int, seed: int) -> dict[str, list[dict[str, object]]]
             for st, rows in day_of_reports(stations, n, seed=seed).items()}
 
 
-def _csv(tmp_path: Path, name: str, rows: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+def _csv(tmp_path: Path, name: str, rows: list[dict[str, object]]) -> Path:
     path = tmp_path / name
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
 
-def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served: Scenario, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "crime-global.toml"
     text = resolve_spec_path(spec_ref()).read_text()
     other.write_text(text.replace('id_column = "report_id"', 'id_column = "report_id"\nid_scope = "global"'))
@@ -89,7 +92,8 @@ def test_a_file_of_another_spec_is_refused_before_anything_is_sent(served, tmp_p
     assert _end_offsets(served) == before
 
 
-def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_the_receipt_counts_accepted_and_dead_lettered_reports(served: Scenario, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     day = _day(3, 40, 22)  # S3 is not registered: the worker dead-letters its reports
     rows = [r for station in ("S1", "S2", "S3") for r in day[station]]
     before = _pending(served)
@@ -104,7 +108,8 @@ def test_the_receipt_counts_accepted_and_dead_lettered_reports(served, tmp_path:
     assert _pending(served) == before + 80
 
 
-def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served: Scenario, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     path = _csv(tmp_path, "s1.csv", _day(1, 50, 23)["S1"])
     before = _pending(served)
     assert _push(served, path, "--station", "S1", "--spec", spec_ref()) == 0
@@ -119,7 +124,8 @@ def test_a_clean_push_is_confirmed_and_pushing_it_again_changes_nothing(served, 
     assert _pending(served) == before + 50
 
 
-def test_no_wait_sends_without_waiting_for_the_receipt(served, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_no_wait_sends_without_waiting_for_the_receipt(served: Scenario, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     path = _csv(tmp_path, "s2.csv", _day(1, 10, 24)["S1"])
     assert _push(served, path, "--station", "S1", "--spec", spec_ref(), "--no-wait") == 0
     out = capsys.readouterr().out

@@ -43,7 +43,7 @@ def _stopped(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
-def _push(sc: Scenario, broker: EmbeddedBroker, path) -> subprocess.Popen[str]:  # type: ignore[no-untyped-def]
+def _push(sc: Scenario, broker: EmbeddedBroker, path: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANONSTREAM_")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["ANONSTREAM_HOME"] = str(sc.workdir / "station")  # no ledger on the station's side
@@ -68,6 +68,7 @@ def test_a_broker_killed_mid_push_leaves_a_receipt_of_what_was_not_ingested(pg: 
         push = _push(sc, broker, path)
         sc.wait_for(lambda: _stopped(worker.pid), timeout=120)  # it froze itself after its first batch ...
         assert 0 < _pending(sc) < ROWS  # ... so it reads nothing more, whatever the machine's load
+        assert broker.proc is not None
         broker.proc.kill()  # ... and the broker's memory, with every report it acknowledged, is gone
         broker.proc.wait()
         os.kill(worker.pid, signal.SIGCONT)

@@ -12,6 +12,7 @@ from stream.worker.batches import MarkerIntake
 
 
 def test_markers_are_taken_out_of_the_input_in_order(caplog: pytest.LogCaptureFixture) -> None:
+    # no ledger: this test only takes markers out of the input, which never reaches the database
     intake = MarkerIntake(None, "default", lambda st: f"station:{st}")  # type: ignore[arg-type]
     report = json.dumps({"report_id": "r1", "station_id": "S1"}).encode()
     values = [Marker("begin", "b-1", "S1").encode(), report, None, b"not json",

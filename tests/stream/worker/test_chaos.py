@@ -11,21 +11,25 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
 from db.models import PendingReport, Release, ReleasedFingerprint, Window
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.load import busy_core
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 from stream.wire.signing import verify_manifest
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 FAULTS = ("claim", "anonymize", "after-ledger-write", "mid-publish")
 
 
-def test_workers_killed_at_every_step_lose_and_duplicate_nothing(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_workers_killed_at_every_step_lose_and_duplicate_nothing(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                                 tmp_path: Path) -> None:
     with busy_core():  # keeps one core busy throughout
         sc = Scenario(kafka, pg, tmp_path, claim_lease_s=4.0, window_max_reports=40, reports_partitions=4)
         try:

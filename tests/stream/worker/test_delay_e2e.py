@@ -6,6 +6,7 @@ l offences (a pandas group-by over the released labels)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,8 +14,10 @@ from sqlalchemy import select
 
 from db.models import PendingReport, ReleasedFingerprint
 from stream.io.specs import crime_spec_without_dp
+from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
 DELAY = {"enabled": True, "seconds": 15.0, "tuples": 80}
@@ -26,7 +29,8 @@ def _states(sc: Scenario) -> dict[str, int]:
     return {st: rows.count(st) for st in set(rows)}
 
 
-def test_delay_mode_survives_sigkill_and_bounds_every_delay(kafka, pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_delay_mode_survives_sigkill_and_bounds_every_delay(kafka: EmbeddedBroker, pg: PostgresServer,
+                                                            tmp_path: Path) -> None:
     sc = Scenario(kafka, pg, tmp_path, spec=crime_spec_without_dp(tmp_path / "spec"), k=4, claim_lease_s=3.0,
                   delay=DELAY)
     try:

@@ -6,18 +6,23 @@ overlapping clusters count once towards k."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint, ReleaseRecords
+from stream.config.delay import DelayPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import crime_spec_without_dp, load_schema
 from stream.testing.reports import day_of_reports, ingest_reports
+from stream.testing.services import PostgresServer
 from stream.worker.delay import DelayRunner
 from stream.worker.release import window_policy
 
@@ -28,8 +33,9 @@ KEY = "delay-mode-test-key"
 def _setup(pg: Any, tmp_path: Any, name: str, **extra: Any) -> tuple[Settings, Database, PoolRepository]:
     url = pg.create_database(name)
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec=crime_spec_without_dp(tmp_path / "spec"), k=4,
-                        fingerprint_key=KEY, delay={"enabled": True, "seconds": 3600.0, "tuples": 60}, **extra)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec=crime_spec_without_dp(tmp_path / "spec"),
+                        privacy=StreamPrivacy(k=4), fingerprint_key=SecretStr(KEY),
+                        delay=DelayPolicy(enabled=True, seconds=3600.0, tuples=60), **extra)
     db = Database(url)
     return settings, db, PoolRepository(db, window_policy(settings))
 
@@ -46,7 +52,7 @@ def _outcome(db: Database) -> tuple[dict[str, str], list[dict[str, Any]], pd.Dat
     return states, manifests, pd.concat(frames) if frames else pd.DataFrame()
 
 
-def test_every_report_leaves_within_delta_released_once_or_counted(pg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_every_report_leaves_within_delta_released_once_or_counted(pg: PostgresServer, tmp_path: Path) -> None:
     settings, db, pool = _setup(pg, tmp_path, "delay1")
     schema = load_schema(settings.spec)
     reports = day_of_reports(2, 150, seed=11)
@@ -83,7 +89,8 @@ def test_every_report_leaves_within_delta_released_once_or_counted(pg, tmp_path)
     db.dispose()
 
 
-def test_one_persons_reports_count_once_towards_k(pg, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_one_persons_reports_count_once_towards_k(pg: PostgresServer, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Several reports of one person (same name and date of birth) pushed close together: every published
     class holds k distinct persons (person fingerprints from the ledger), not merely k reports."""
     import stream.worker.delay as delay
@@ -125,12 +132,12 @@ def test_one_persons_reports_count_once_towards_k(pg, tmp_path, monkeypatch) -> 
     ({"privacy": {"l": 2, "l_kind": "entropy"}}, "distinct l only"),
     ({"privacy": {"t": 0.3}}, "t-closeness"),
 ])
-def test_delay_mode_refuses_at_start_up_in_one_line(tmp_path, values, says) -> None:  # type: ignore[no-untyped-def]
+def test_delay_mode_refuses_at_start_up_in_one_line(tmp_path: Path, values: dict[str, Any], says: str) -> None:
     from core.errors import ParamsError
     from stream.worker.dpcounts import check_counts
 
     spec = "crime" if not values else crime_spec_without_dp(tmp_path)
-    settings = Settings(spec=spec, data_dir=tmp_path, delay={"enabled": True}, **values)
+    settings = Settings(spec=spec, data_dir=tmp_path, delay=DelayPolicy(enabled=True), **values)
     with pytest.raises(ParamsError) as err:
         check_counts(load_schema(settings.spec), settings)
     assert says in err.value.message and "\n" not in err.value.message

@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,13 @@ from sqlalchemy import select
 from db.models import Window
 from stream.io.specs import load_schema
 from stream.testing.reports import day_of_reports
+from stream.worker.pool import ReleasePool
 from stream.worker.service import WorkerService
 from tests.stream.worker.test_release_scheduling import Recorder, _setup
 
 
 @pytest.fixture
-def worker(tmp_path: Path):  # type: ignore[no-untyped-def]
+def worker(tmp_path: Path) -> Iterator[WorkerService]:
     """A worker service (releases in child processes) with a lease of an hour: if it did not give a
     failed claim up itself, nobody would retry the window within the test."""
     settings, db = _setup(tmp_path, concurrency=1)
@@ -31,7 +33,8 @@ def worker(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_a_release_whose_process_died_is_retried_at_once(worker, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+def test_a_release_whose_process_died_is_retried_at_once(worker: WorkerService,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
     service, settings, db = worker, worker.settings, worker.db
     out = Recorder()
     reports = day_of_reports(1, 120, seed=3)  # two full windows (cap 60): enough to warm the engine up
@@ -40,6 +43,7 @@ def test_a_release_whose_process_died_is_retried_at_once(worker, caplog: pytest.
         await service.handle_batch([json.dumps(r).encode() for rows in reports.values() for r in rows], out.send)
         assert service._warm_up is not None
         await service._warm_up  # the release processes exist now
+        assert isinstance(service.releases, ReleasePool) and service.releases._executor is not None
         for proc in list(service.releases._executor._processes.values()):  # a real fault: SIGKILL them
             proc.kill()
             proc.join()

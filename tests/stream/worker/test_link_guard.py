@@ -15,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import func, select
 
 import migrations
 from db import Database, PoolRepository
 from db.models import PendingReport, Release, ReleasedFingerprint
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.reports import ARRESTS_SPEC, ingest_reports, overlapping_exports
@@ -31,7 +34,7 @@ KEY = "occurrence-test-key"
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
-def _occ(cohort: str, content: str, fp: str, released: bool = False) -> Occurrence:
+def _occ(cohort: str, content: str | None, fp: str, released: bool = False) -> Occurrence:
     return Occurrence(cohort, content, fp, released)
 
 
@@ -65,7 +68,7 @@ def test_released_reports_and_siblings_take_the_first_occurrences() -> None:
 
 
 def test_reports_without_content_are_never_blocked_by_it() -> None:
-    assert occurrences_blocked([_occ("S1", None, "r1"), _occ("S1", None, "r2")], {}) == set()  # type: ignore[arg-type]
+    assert occurrences_blocked([_occ("S1", None, "r1"), _occ("S1", None, "r2")], {}) == set()
 
 
 # --- through the worker, on a real ledger ------------------------------------------------------------
@@ -94,7 +97,8 @@ def _key(r: dict[str, str]) -> tuple[str, ...]:
 
 def _states(db: Database) -> Counter[str]:
     with db.read() as s:
-        return Counter(dict(s.execute(select(PendingReport.state, func.count()).group_by(PendingReport.state)).all()))
+        return Counter(dict(s.execute(select(PendingReport.state, func.count())
+                                      .group_by(PendingReport.state)).tuples().all()))
 
 
 def _content_counts(db: Database) -> Counter[int]:
@@ -204,7 +208,7 @@ def _export_states(db: Database) -> Counter[str]:
     with db.read() as s:
         return Counter(dict(s.execute(select(PendingReport.state, func.count())
                                       .where(PendingReport.event_time < datetime(2020, 6, 2, tzinfo=UTC))
-                                      .group_by(PendingReport.state)).all()))
+                                      .group_by(PendingReport.state)).tuples().all()))
 
 
 @pytest.mark.postgres
@@ -220,8 +224,8 @@ def test_the_bundled_nypd_export_blocks_no_co_arrest(pg: PostgresServer, tmp_pat
     rows = frame[frame["ARREST_PRECINCT"].isin(["113", "114"])].to_dict("records")
     url = pg.create_database("nypd")
     migrations.upgrade(url)
-    settings = Settings(database_url=url, data_dir=tmp_path, spec="nypd", k=5, fingerprint_key=KEY,
-                        idle_timeout_s=1.0, window_size_s=31 * 86400)
+    settings = Settings(database_url=url, data_dir=tmp_path, spec="nypd", privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0, size_s=31 * 86400), fingerprint_key=SecretStr(KEY))
     db = Database(url)
     pool = PoolRepository(db, window_policy(settings))
     orch = Orchestrator(settings, db, load_schema(settings.spec), "nypd-test")

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -25,7 +27,8 @@ PER_STATION = 250
 
 
 @pytest.fixture(scope="module")
-def day_run(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def day_run(kafka: EmbeddedBroker, pg: PostgresServer,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("day"))
     reports = day_of_reports(3, PER_STATION, seed=11)
     good = reports["S2"][0]
@@ -53,7 +56,7 @@ def day_run(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.
     sc.close()
 
 
-def test_end_to_end_releases_match_manifests(day_run) -> None:  # type: ignore[no-untyped-def]
+def test_end_to_end_releases_match_manifests(day_run: dict[str, Any]) -> None:
     sc, releases, acc = day_run["sc"], day_run["releases1"], day_run["acc1"]
     total = sum(len(v) for v in day_run["reports"].values()) + len(day_run["bad"])
     assert releases, "no complete release reached the consumer"
@@ -86,7 +89,7 @@ def test_end_to_end_releases_match_manifests(day_run) -> None:  # type: ignore[n
     assert stations == {"S1", "S2", "S3"}
 
 
-def test_bad_records_dead_lettered_rest_of_batch_released(day_run) -> None:  # type: ignore[no-untyped-def]
+def test_bad_records_dead_lettered_rest_of_batch_released(day_run: dict[str, Any]) -> None:
     dlq, acc = day_run["dlq"], day_run["acc1"]
     reasons = Counter(d["reason"] for d in dlq)
     assert reasons == {"malformed-json": 1, "missing-field": 1, "unknown-offence": 1}
@@ -101,7 +104,7 @@ def test_bad_records_dead_lettered_rest_of_batch_released(day_run) -> None:  # t
     assert acc["dlq"] == 3
 
 
-def test_resubmitted_report_not_released_twice(day_run) -> None:  # type: ignore[no-untyped-def]
+def test_resubmitted_report_not_released_twice(day_run: dict[str, Any]) -> None:
     sc, acc1, acc2 = day_run["sc"], day_run["acc1"], day_run["acc2"]
     assert acc2.get("duplicate", 0) == 40 and acc2.get("correction", 0) == 5
     assert acc2["released"] == acc1["released"] and acc2.get("suppressed", 0) == acc1.get("suppressed", 0)
@@ -121,7 +124,9 @@ def test_resubmitted_report_not_released_twice(day_run) -> None:  # type: ignore
     assert ("S3", "correction", "replaced") not in by
 
 
-def test_consume_cli_writes_each_complete_release_once(day_run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_consume_cli_writes_each_complete_release_once(day_run: dict[str, Any], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     from stream.cli.main import main
 
     sc = day_run["sc"]

@@ -9,27 +9,32 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import SecretStr
 from sqlalchemy import select
 
 import migrations
 from db import Database
 from db.models import Release, Window
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.ops.runtime import ROOT
 from stream.testing.reports import day_of_reports, spec_ref
-from stream.worker.pool import ReleasePool
+from stream.worker.pool import Encoded, ReleasePool
 from stream.worker.service import WorkerService
 
 
 def _settings(tmp_path: Path) -> Settings:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     migrations.upgrade(url)
-    return Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(), k=5, window_max_reports=60,
-                    fingerprint_key="pool-test-key", release_concurrency=1, engine_params={"time_limit": 0.2})
+    return Settings(database_url=url, data_dir=tmp_path, spec=spec_ref(),
+                    privacy=StreamPrivacy(k=5, engine_params={"time_limit": 0.2}), windows=WindowPolicy(cap=60),
+                    fingerprint_key=SecretStr("pool-test-key"), release_concurrency=1)
 
 
 def test_a_child_releases_the_claimed_window_and_signals_verification(tmp_path: Path) -> None:
@@ -39,7 +44,7 @@ def test_a_child_releases_the_claimed_window_and_signals_verification(tmp_path: 
     pool = ReleasePool(settings, "w1", 1)
     verified: list[float] = []
     try:
-        async def scenario() -> tuple[str | None, object]:
+        async def scenario() -> tuple[str | None, Encoded | None]:
             rows = day_of_reports(1, 60, seed=3)["S1"]
             await service.handle_batch([json.dumps(r).encode() for r in rows], _no_send)
             (wid, why), = service.orchestrator.due(datetime.now(UTC))
@@ -51,7 +56,8 @@ def test_a_child_releases_the_claimed_window_and_signals_verification(tmp_path: 
     finally:
         pool.close()
     assert rid is not None and len(verified) == 1
-    manifest, records = encoded  # type: ignore[misc]
+    assert encoded is not None
+    manifest, records = encoded
     assert json.loads(manifest)["release_id"] == rid and len(records) == json.loads(manifest)["records"]
     with db.read() as s:
         assert s.execute(select(Release.state).where(Release.id == rid)).scalar_one() == "stored"
@@ -105,13 +111,14 @@ def test_starting_a_child_never_holds_up_the_event_loop(tmp_path: Path) -> None:
     release_start = threading.Event()
 
     class HeldExecutor:
-        def submit(self, fn, *args):  # type: ignore[no-untyped-def]
+        def submit(self, fn: Callable[..., object], *args: object) -> Future[object]:
             assert release_start.wait(timeout=120), "the loop never ran while a child was starting"
             done: Future[object] = Future()
             done.set_result(fn(*args))
             return done
 
     pool = ReleasePool(_settings(tmp_path), "w1", 1)
+    # a held executor stands in for the process pool: it runs the child's work in this process when released
     pool._pool = lambda: HeldExecutor()  # type: ignore[method-assign,assignment,return-value]
 
     async def scenario() -> object:

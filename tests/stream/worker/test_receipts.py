@@ -37,7 +37,7 @@ def test_receipts_and_adverts_are_sent_to_the_companion_topics(tmp_path: Path) -
     receipts, sent = _receipts(tmp_path), []
     pid = new_push_id()
 
-    async def send(topic, key, value):  # type: ignore[no-untyped-def]
+    async def send(topic: str, key: bytes | None, value: bytes) -> asyncio.Future[None]:
         sent.append((topic, key, json.loads(value)))
         fut = asyncio.get_running_loop().create_future()
         fut.set_result(None)
@@ -65,10 +65,10 @@ def test_a_receipt_that_cannot_be_sent_does_not_fail_the_batch(tmp_path: Path,
                                                                caplog: pytest.LogCaptureFixture) -> None:
     receipts = _receipts(tmp_path)
 
-    async def broken(topic, key, value):  # type: ignore[no-untyped-def]
+    async def broken(topic: str, key: bytes | None, value: bytes) -> asyncio.Future[None]:
         raise ConnectionError("broker gone")
 
-    async def failing(topic, key, value):  # type: ignore[no-untyped-def]
+    async def failing(topic: str, key: bytes | None, value: bytes) -> asyncio.Future[None]:
         fut = asyncio.get_running_loop().create_future()
         fut.set_exception(ConnectionError("not delivered"))
         return fut

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 import migrations
 from db import Database, PoolRepository
 from db.deployment import DeploymentRow
+from db.windows import WindowPolicy
+from stream.config.privacy import StreamPrivacy
 from stream.config.settings import Settings
 from stream.io.specs import load_schema
 from stream.testing.load import busy_core
@@ -46,8 +49,9 @@ def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]],
         with seeded.unit() as s:
             s.add(DeploymentRow(id=1, deployment_id=deployment, created_at=NOW))
         seeded.dispose()
-    settings = Settings(database_url=url, data_dir=tmp, spec=spec_ref(), k=5, fingerprint_key=KEY,
-                        signing_key=SIGNING, idle_timeout_s=1.0, engine=engine, sample_seed=11, **ENGINES[engine])
+    settings = Settings(database_url=url, data_dir=tmp, spec=spec_ref(), privacy=StreamPrivacy(k=5),
+                        windows=WindowPolicy(idle_timeout_s=1.0), fingerprint_key=SecretStr(KEY),
+                        signing_key=SecretStr(SIGNING), engine=engine, sample_seed=11, **ENGINES[engine])
     db = Database(url)
     try:
         ingest_reports(settings, PoolRepository(db, window_policy(settings)), reports, NOW, KEY.encode())
@@ -61,7 +65,7 @@ def release_bytes(tmp: Path, engine: str, reports: list[dict[str, Any]],
 
 
 @pytest.mark.parametrize("engine", list(ENGINES))
-def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path: Path, engine) -> None:  # type: ignore[no-untyped-def]
+def test_same_window_same_bytes_in_two_fresh_ledgers(tmp_path: Path, engine: str) -> None:
     reports = day_of_reports(1, 300, seed=3)["S1"]
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

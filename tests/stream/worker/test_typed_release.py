@@ -7,7 +7,9 @@ One worker releases one generated station-day; the checks read the topics as a c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -25,7 +27,8 @@ PER_STATION = 150
 
 
 @pytest.fixture(scope="module")
-def released(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def released(kafka: EmbeddedBroker, pg: PostgresServer,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     sc = Scenario(kafka, pg, tmp_path_factory.mktemp("typed"))
     reports = day_of_reports(1, PER_STATION, seed=5)
     sc.push(reports)
@@ -37,7 +40,7 @@ def released(kafka: EmbeddedBroker, pg: PostgresServer, tmp_path_factory: pytest
     sc.close()
 
 
-def test_records_carry_typed_columns_and_the_window_context(released) -> None:  # type: ignore[no-untyped-def]
+def test_records_carry_typed_columns_and_the_window_context(released: dict[str, Any]) -> None:
     assert released["releases"], "no complete release reached the consumer"
     originals = pd.DataFrame(released["reports"]["S1"])
     for manifest, records in released["releases"]:
@@ -69,7 +72,7 @@ def test_records_carry_typed_columns_and_the_window_context(released) -> None:  
         assert not any(r["report_id"] in text for r in released["reports"]["S1"])
 
 
-def test_manifest_carries_a_signed_codebook(released, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_carries_a_signed_codebook(released: dict[str, Any], tmp_path: Path) -> None:
     sc = released["sc"]
     public = sc.public_key()
     for manifest, records in released["releases"]:
