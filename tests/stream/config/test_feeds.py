@@ -18,6 +18,8 @@ import sys
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -31,9 +33,11 @@ from stream.cli.main import main
 from stream.config.feeds import feed_named
 from stream.intake.fingerprints import fingerprint
 from stream.io.specs import load_schema
+from stream.ops.broker import EmbeddedBroker
 from stream.ops.kafka_clients import make_producer
 from stream.testing.reports import day_of_reports
 from stream.testing.scenario import Scenario
+from stream.testing.services import PostgresServer
 from stream.wire.records import context_columns
 from tests.conftest import ROOT, shared
 
@@ -84,7 +88,8 @@ def _releases(sc: Scenario, feed: Any) -> list[tuple[dict[str, Any], list[dict[s
 
 
 @pytest.fixture(scope="module")
-def two_feeds(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
+def two_feeds(kafka: EmbeddedBroker, pg: PostgresServer,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     work = tmp_path_factory.mktemp("feeds")
     tag = f"f{uuid.uuid4().hex[:8]}"
     pipelines = work / "feeds.toml"
@@ -128,14 +133,14 @@ def two_feeds(kafka, pg, tmp_path_factory):  # type: ignore[no-untyped-def]
     sc.close()
 
 
-def test_both_feeds_accept_every_report_under_the_same_ids(two_feeds):  # type: ignore[no-untyped-def]
+def test_both_feeds_accept_every_report_under_the_same_ids(two_feeds: dict[str, Any]) -> None:
     acc = two_feeds["acc"]
     assert acc.get("dlq", 0) == 0 and acc.get("duplicate", 0) == 0 and acc.get("correction", 0) == 0
     assert sum(acc.get(k, 0) for k in ("released", "suppressed", "pending", "blocked")) == \
         2 * len(two_feeds["shared_ids"])
 
 
-def test_each_feeds_releases_carry_only_its_own_columns(two_feeds):  # type: ignore[no-untyped-def]
+def test_each_feeds_releases_carry_only_its_own_columns(two_feeds: dict[str, Any]) -> None:
     for name, spec in (("crime_out", "crime"), ("arrests_out", "nypd")):
         releases = two_feeds[name]
         assert releases, f"no release of feed {name}"
@@ -150,7 +155,7 @@ def test_each_feeds_releases_carry_only_its_own_columns(two_feeds):  # type: ign
     assert _published("crime").isdisjoint(_columns("nypd")) and _published("nypd").isdisjoint(_columns("crime"))
 
 
-def test_a_report_of_one_feed_is_never_in_the_others_pool(two_feeds):  # type: ignore[no-untyped-def]
+def test_a_report_of_one_feed_is_never_in_the_others_pool(two_feeds: dict[str, Any]) -> None:
     sc, crime, arrests = two_feeds["sc"], two_feeds["crime"], two_feeds["arrests"]
     with sc.db.read() as s:
         rows = s.execute(select(PendingReport.fingerprint, PendingReport.data, Window.feed, Window.key)
@@ -168,7 +173,7 @@ def test_a_report_of_one_feed_is_never_in_the_others_pool(two_feeds):  # type: i
         assert theirs in by_feed["arrests"] and theirs not in by_feed["crime"]
 
 
-def test_release_ids_never_collide_across_feeds(two_feeds):  # type: ignore[no-untyped-def]
+def test_release_ids_never_collide_across_feeds(two_feeds: dict[str, Any]) -> None:
     sc = two_feeds["sc"]
     crime_ids = {m["release_id"] for m, _ in two_feeds["crime_out"]}
     arrests_ids = {m["release_id"] for m, _ in two_feeds["arrests_out"]}
@@ -181,7 +186,8 @@ def test_release_ids_never_collide_across_feeds(two_feeds):  # type: ignore[no-u
     assert all(manifest["k"] >= K for manifest, _ in two_feeds["crime_out"] + two_feeds["arrests_out"])
 
 
-def test_status_has_a_section_per_feed_and_a_feed_filter(two_feeds, capsys):  # type: ignore[no-untyped-def]
+def test_status_has_a_section_per_feed_and_a_feed_filter(two_feeds: dict[str, Any],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     sc = two_feeds["sc"]
     where = ["--database", sc.settings.database_url or "", "--broker", sc.settings.broker_url or ""]
     assert main(["status", "--feed", "arrests", "--json", *where]) == 0
@@ -197,7 +203,7 @@ def test_status_has_a_section_per_feed_and_a_feed_filter(two_feeds, capsys):  # 
     assert "no feed named 'nope' in the ledger (feeds: arrests, crime)" in capsys.readouterr().err
 
 
-def test_metrics_carry_a_feed_label(two_feeds):  # type: ignore[no-untyped-def]
+def test_metrics_carry_a_feed_label(two_feeds: dict[str, Any]) -> None:
     sc = two_feeds["sc"]
     port = re.search(r"worker on http://127\.0\.0\.1:(\d+)/", sc.logs())
     assert port, sc.logs()[-2000:]
@@ -209,7 +215,7 @@ def test_metrics_carry_a_feed_label(two_feeds):  # type: ignore[no-untyped-def]
         assert f'anonstream_consumer_lag{{feed="{feed}",partition=' in body
 
 
-def test_console_filters_releases_by_feed_and_lists_the_feeds(two_feeds):  # type: ignore[no-untyped-def]
+def test_console_filters_releases_by_feed_and_lists_the_feeds(two_feeds: dict[str, Any]) -> None:
     from db.console_queries import ReleaseFilter
     from stream.console.health_page import health_page
     from stream.console.pages import releases_page
@@ -230,12 +236,13 @@ def test_console_filters_releases_by_feed_and_lists_the_feeds(two_feeds):  # typ
     # a release's analysis and re-verification use its own feed's spec and records topic
     for feed, spec in (("crime", "crime"), ("arrests", "nypd")):
         rid = two_feeds[f"{feed}_out"][0][0]["release_id"]
-        assert svc.release(rid)["analysis"]["qi_columns"] == list(load_schema(spec).spec.qi_names)
+        release = svc.release(rid)
+        assert release is not None and release["analysis"]["qi_columns"] == list(load_schema(spec).spec.qi_names)
         again = svc.reverify(rid, "test", timeout_s=30)
         assert again["ok"] and again["topic"] == two_feeds[feed].topic_anonymized, again
 
 
-def test_consume_follows_one_feeds_topics(two_feeds, tmp_path):  # type: ignore[no-untyped-def]
+def test_consume_follows_one_feeds_topics(two_feeds: dict[str, Any], tmp_path: Path) -> None:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     sc = two_feeds["sc"]
