@@ -150,6 +150,16 @@ def join_il_lca(lo: np.ndarray, hi: np.ndarray, lvl: np.ndarray, active: np.ndar
     return out
 
 
+COST_TIE = 1e-9  # losses closer than this are one loss: the older tuple wins, not the last bit of a sum
+
+
+@njit(cache=True, nogil=True)
+def _loses(cost: float, arrival: int, best_cost: float, best_arrival: int) -> bool:  # pragma: no cover
+    """A row of loss (or lower bound) ``cost`` cannot beat the best so far: it is dearer by more than
+    ``COST_TIE``, or not cheaper by more than that and no older."""
+    return cost > best_cost + COST_TIE or (cost >= best_cost - COST_TIE and arrival >= best_arrival)
+
+
 @njit(cache=True, nogil=True)
 def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arrival: np.ndarray, pcode: np.ndarray,
                    scode: np.ndarray, have_p: np.ndarray, have_s: np.ndarray, k: int, ell: int, lo: np.ndarray,
@@ -158,7 +168,8 @@ def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arriv
                    give_up: float, monotone: bool) -> tuple[np.ndarray, float]:  # pragma: no cover
     """Rows of ``leaves`` a cluster ``(lo, hi, lvl)`` (updated in place) holding the persons ``have_p`` and
     values ``have_s`` (codes) takes in, one at a time, until it has ``k`` persons and ``ell`` values: each
-    time the alive row of least joined loss (the lowest ``arrival`` on ties) among those bringing a new
+    time the alive row of least joined loss (the lowest ``arrival`` on ties, losses within ``COST_TIE``
+    counting as equal so that rounding noise never decides) among those bringing a new
     person (while it lacks persons) and a new value (while it lacks values). Empty when that fails.
     ``pts``: zeros shaped as ``leaves`` (its rows are points, level 0). Returns the rows and -1, or, as soon
     as the cluster's own loss reaches ``give_up`` (it only grows), no rows and that loss. ``monotone``: a
@@ -190,7 +201,7 @@ def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arriv
                         fresh[r] = version
         best, best_cost, best_arrival = -1, np.inf, 0
         for r in range(n):  # a row whose bound already loses is skipped without computing its loss
-            if not alive[r] or cost[r] > best_cost or (cost[r] == best_cost and arrival[r] >= best_arrival):
+            if not alive[r] or _loses(cost[r], arrival[r], best_cost, best_arrival):
                 continue
             if (need_p and pcode[r] in pids) or (need_s and scode[r] in sens):
                 continue
@@ -198,7 +209,7 @@ def nearest_tuples(leaves: np.ndarray, pts: np.ndarray, alive: np.ndarray, arriv
                 cost[r] = _row_cost(leaves, leaves, pts, r, lo, hi, lvl, lca, maps, leafcost, tree, ordered, vals,
                                     weights, hull_eps)
                 fresh[r] = version
-                if cost[r] > best_cost or (cost[r] == best_cost and arrival[r] >= best_arrival):
+                if _loses(cost[r], arrival[r], best_cost, best_arrival):
                     continue
             best, best_cost, best_arrival = r, cost[r], arrival[r]
         if best < 0:
