@@ -128,7 +128,12 @@ def check_file_header(path: str | Path, spec_ref: str | Path, spec: DatasetSpec,
     none = "none of the spec's columns is there" if len(missing) == len(need) else \
         f"{len(need) - len(missing)} of its {len(need)} columns are there"
     near = closest_spec(header, stream, station_given, own)
-    hint = (f"; the header looks like spec {near[0]!r} ({near[1]} of its {near[2]} columns): --spec {near[0]}"
-            if near else "; no bundled or earlier spec file matches its header either")
+    if near is None:
+        hint = "; no bundled or earlier spec file matches its header either"
+    elif near[1] == near[2]:
+        hint = f"; the header looks like spec {near[0]!r} ({near[1]} of its {near[2]} columns): --spec {near[0]}"
+    else:  # a partial match would fail the same way: name it, but do not send the user there
+        hint = (f"; no spec matches its header in full (closest: {near[0]!r}, {near[1]} of its {near[2]} columns)"
+                + ("; push needs a report id and an event time on every row (docs/spec.md)" if stream else ""))
     raise InputDataError(f"{Path(path).name} is not a file of spec {spec.name!r}: it lacks column(s) named in the "
                          f"spec: {shown} ({none}){hint}", reason="wrong-spec")

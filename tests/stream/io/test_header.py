@@ -76,3 +76,19 @@ def test_push_without_the_station_column_needs_station(tmp_path: Path) -> None:
     check_file_header(src, "crime", spec, stream=True, station_given=True)
     with pytest.raises(InputDataError, match=f"spec: '{spec.station_column}' "):
         check_file_header(src, "crime", spec, stream=True)
+
+
+def test_a_partial_match_is_named_but_not_offered_as_the_fix(tmp_path: Path) -> None:
+    """A batch table (Adult's columns) pushed: its closest spec also needs a report id and an event time, so
+    the line names it as closest without telling the user to push with it (that would fail the same way)."""
+    adult = load_spec_data("adult")
+    batch_cols = needed_columns(adult, stream=False)
+    stream_cols = needed_columns(adult, stream=True)
+    assert set(batch_cols) < set(stream_cols)
+    src = _file_of(batch_cols, tmp_path / "adult.csv")
+    with pytest.raises(InputDataError) as err:
+        check_file_header(src, "crime", load_spec_data("crime"), stream=True)
+    line = str(err.value)
+    assert f"no spec matches its header in full (closest: 'adult', {len(batch_cols)} of its {len(stream_cols)}" \
+           in line, line
+    assert "--spec" not in line and "report id and an event time" in line
