@@ -90,11 +90,12 @@ def remember_spec(spec_ref: str | Path) -> None:
 
 
 def closest_spec(header: list[str], stream: bool, station_given: bool,
-                 exclude: Path | None = None) -> tuple[str, int, int] | None:
-    """``(how to name it, columns found, columns needed)`` of the bundled or remembered spec whose
-    needed columns the header holds the largest share of (at least half); None if there is none."""
+                 exclude: Path | None = None) -> tuple[str, int, int, list[str]] | None:
+    """``(how to name it, columns found, columns needed, needed columns missing)`` of the bundled or
+    remembered spec whose needed columns the header holds the largest share of (at least half); None if
+    there is none."""
     have = set(header)
-    best: tuple[float, int, str, int, int] | None = None
+    best: tuple[float, int, str, int, int, list[str]] | None = None
     candidates = [(p.stem, p) for p in sorted(SPEC_DIR.glob("*.toml")) if not p.stem.startswith("pipelines")]
     candidates += [(str(p), p) for p in given_specs()]
     for label, path in candidates:
@@ -107,7 +108,7 @@ def closest_spec(header: list[str], stream: bool, station_given: bool,
         found = len(have.intersection(cols))
         score = found / max(len(cols), 1)
         if score >= 0.5 and (best is None or (score, found) > best[:2]):
-            best = (score, found, label, found, len(cols))
+            best = (score, found, label, found, len(cols), [c for c in cols if c not in have])
     return None if best is None else best[2:]
 
 
@@ -132,8 +133,8 @@ def check_file_header(path: str | Path, spec_ref: str | Path, spec: DatasetSpec,
         hint = "; no bundled or earlier spec file matches its header either"
     elif near[1] == near[2]:
         hint = f"; the header looks like spec {near[0]!r} ({near[1]} of its {near[2]} columns): --spec {near[0]}"
-    else:  # a partial match would fail the same way: name it, but do not send the user there
-        hint = (f"; no spec matches its header in full (closest: {near[0]!r}, {near[1]} of its {near[2]} columns)"
-                + ("; push needs a report id and an event time on every row (docs/spec.md)" if stream else ""))
+    else:  # a partial match would fail the same way: name it and what it lacks too, not as the fix
+        hint = (f"; no spec matches its header in full (closest: {near[0]!r}, {near[1]} of its {near[2]} columns; "
+                f"it lacks {preview(near[3], SHOWN)})")
     raise InputDataError(f"{Path(path).name} is not a file of spec {spec.name!r}: it lacks column(s) named in the "
                          f"spec: {shown} ({none}){hint}", reason="wrong-spec")

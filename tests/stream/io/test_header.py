@@ -80,7 +80,7 @@ def test_push_without_the_station_column_needs_station(tmp_path: Path) -> None:
 
 def test_a_partial_match_is_named_but_not_offered_as_the_fix(tmp_path: Path) -> None:
     """A batch table (Adult's columns) pushed: its closest spec also needs a report id and an event time, so
-    the line names it as closest without telling the user to push with it (that would fail the same way)."""
+    the line names it as closest, with what it lacks, without telling the user to push with it."""
     adult = load_spec_data("adult")
     batch_cols = needed_columns(adult, stream=False)
     stream_cols = needed_columns(adult, stream=True)
@@ -91,4 +91,5 @@ def test_a_partial_match_is_named_but_not_offered_as_the_fix(tmp_path: Path) -> 
     line = str(err.value)
     assert f"no spec matches its header in full (closest: 'adult', {len(batch_cols)} of its {len(stream_cols)}" \
            in line, line
-    assert "--spec" not in line and "report id and an event time" in line
+    lacking = [c for c in stream_cols if c not in batch_cols]
+    assert "--spec" not in line and line.endswith(f"it lacks {preview(lacking, 6)})"), line
