@@ -139,6 +139,8 @@ class ReleasePool:
             return self._pool_locked()
 
     def _pool_locked(self) -> ProcessPoolExecutor:
+        if self._closed:  # the worker is stopping: no child is started after close() (it would outlive us)
+            raise BrokenProcessPool("the release processes are stopped")
         if self._verified is None:
             self._verified = self._ctx.Queue()
             self._reader = threading.Thread(target=self._read_verified, name="release-pool-verified", daemon=True)
@@ -156,8 +158,15 @@ class ReleasePool:
         and starting one waits for the fork server (its first start imports the engines: seconds on a
         loaded machine), so the submission is made from a thread: the worker's event loop, and with it
         ingest, never waits for a child to start."""
-        future = await asyncio.to_thread(lambda: self._pool().submit(fn, *args))
+        future = await asyncio.to_thread(self._submit_locked, fn, *args)
         return await asyncio.wrap_future(future)
+
+    def _submit_locked(self, fn: Callable[..., Any], *args: Any) -> Any:
+        # under the pool lock: a child being started by this submission is registered before close() lists
+        # the children to stop (else a child forked while the worker stops outlives it, and fails to read
+        # the semaphores the stopped worker removed)
+        with self._pool_lock:
+            return self._pool_locked().submit(fn, *args)
 
     def _read_verified(self) -> None:
         while True:
@@ -204,21 +213,23 @@ class ReleasePool:
         procs = getattr(executor, "_processes", None) or {}  # ProcessPoolExecutor keeps them by pid
         return [p for p in list(procs) if isinstance(p, int)]
 
-    def _restart(self, kill: bool = False) -> None:
-        with self._pool_lock:
+    def _restart(self, kill: bool = False, closing: bool = False) -> None:
+        with self._pool_lock:  # no submission is under way (see _submit_locked), and none starts a child after
+            self._closed = self._closed or closing
             executor, self._executor = self._executor, None
-        if executor is not None:
             procs = list((getattr(executor, "_processes", None) or {}).values())
+        if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
             if kill:  # a stopping worker takes its release processes with it, busy or not
                 for proc in procs:
                     if proc.is_alive():
                         proc.terminate()
+                for proc in procs:  # gone before the queue's semaphores are (close)
+                    proc.join(timeout=10)
 
     def close(self) -> None:
         """Stop the release processes, busy or not, and the queue they report to (its semaphores released)."""
-        self._closed = True
-        self._restart(kill=True)
+        self._restart(kill=True, closing=True)
         if self._verified is not None:
             self._verified.put(None)
             if self._reader is not None:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -119,7 +120,7 @@ def test_starting_a_child_never_holds_up_the_event_loop(tmp_path: Path) -> None:
 
     pool = ReleasePool(_settings(tmp_path), "w1", 1)
     # a held executor stands in for the process pool: it runs the child's work in this process when released
-    pool._pool = lambda: HeldExecutor()  # type: ignore[method-assign,assignment,return-value]
+    pool._pool_locked = lambda: HeldExecutor()  # type: ignore[method-assign,assignment,return-value]
 
     async def scenario() -> object:
         submitted = asyncio.ensure_future(pool._submit(abs, -3))
@@ -130,3 +131,44 @@ def test_starting_a_child_never_holds_up_the_event_loop(tmp_path: Path) -> None:
         return await submitted
 
     assert asyncio.run(scenario()) == 3
+
+
+def _session_members(sid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[4]) == sid:
+                    members.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return members
+
+
+def test_a_child_started_while_the_worker_stops_is_stopped_with_it(tmp_path: Path) -> None:
+    """Ctrl-C while a release's submission is still starting its child (the fork server's first start takes
+    seconds): close() waits for that child to be registered and stops it. Before, close() listed the
+    children first, so the new one outlived the worker and printed a traceback, its semaphores removed."""
+    from stream.ops.runtime import wait_until
+
+    script = textwrap.dedent(f"""
+        import threading
+        from multiprocessing import forkserver
+        from stream.worker.pool import ReleasePool
+        from stream.config.settings import Settings
+        s = Settings(data_dir={str(tmp_path)!r}, fingerprint_key="k", broker_url="kafka://127.0.0.1:1")
+        pool = ReleasePool(s, "w", 2)
+        threading.Thread(target=pool._submit_locked, args=(abs, 1), daemon=True).start()
+        while forkserver._forkserver._forkserver_pid is None:  # the submission is starting the fork server
+            pass
+        pool.close()
+        print("closed", flush=True)
+    """)
+    out = tmp_path / "out.txt"
+    with out.open("w") as fh:
+        proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+        assert proc.wait(timeout=180) == 0, out.read_text()
+    assert wait_until(lambda: not _session_members(proc.pid), timeout=120), "a release process outlived close()"
+    text = out.read_text()
+    assert "closed" in text and "Traceback" not in text, text
