@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,11 @@ def pytest_configure(config: pytest.Config) -> None:
     tmp = tempfile.mkdtemp(prefix="anonstream-test-cache-")
     config.add_cleanup(lambda: shutil.rmtree(tmp, ignore_errors=True))
     os.environ["ANONSTREAM_CACHE_DIR"] = tmp
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # started in the background by a shell (`cmd &` ignores SIGINT, and children inherit that): the
+        # CLI processes the Ctrl-C tests start would ignore the SIGINT they send, so Python's handler is
+        # put back (an exec'd child then starts with SIGINT at its default, as from a terminal)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The engine slowest to compile: on an empty cache, ILS's family (its search with k-member and l-greedy)
