@@ -16,10 +16,11 @@ the end marker every row of that batch before it has been ingested. Here:
   more than :data:`BATCH_MAX_S` ago (a safety cap); ``anonstream windows flush`` releases its windows
   at once;
 * once no batch of the key is running, every open window of the key whose input all came before the
-  latest end is due, and :func:`merge_completed` first merges them (``windows.merge_batch``): in
-  event-time order, consecutive windows are merged into one (their pending reports moved to the
-  chunk's last window, the others marked ``merged``), in chunks of at most ``cap`` reports of even
-  size, so a batch export comes out in releases worth publishing instead of one per day or month.
+  latest end is due, and :func:`merge_completed` first merges them (``windows.merge_batch``), each
+  ended batch's windows on their own: in event-time order, consecutive windows are merged into one
+  (their pending reports moved to the chunk's last window, the others marked ``merged``), in chunks of
+  at most ``cap`` reports of even size, so a batch export comes out in releases worth publishing
+  instead of one per day or month, and two pushes come out as two whenever the worker reads them.
 
 Producers that send no markers are windowed by the watermark, lateness and idling. Idling is the one
 rule that reads the worker's clock, so only marked input is windowed the same whatever the machine's
@@ -110,29 +111,45 @@ def key_batches(s: Session, feed: str, keys: set[str], now: datetime) -> dict[st
 
 def merge_completed(db: Database, policy: WindowPolicy, now: datetime) -> list[str]:
     """Merge the open windows each completed batch left, per key, into chunks (module docstring);
-    returns the windows merged away. Batches whose windows were handled are marked ``merged_at``."""
+    returns the windows merged away. Batches whose windows were handled are marked ``merged_at``.
+
+    Each ended batch's windows are merged on their own, in the order the batches ended: a batch takes
+    the open windows whose last input came after the previous batch's end and before its own (a window
+    an earlier batch merged into, not yet released, is left as it is). So two pushes are released as
+    two, whether the worker read the second an hour after the first or found both in its backlog (the
+    worker ingests a fetch in parts cut at end markers, each at a later time:
+    ``stream.worker.batches.segments``). Before, both merged into one when one tick saw them ended:
+    what a release held depended on how fast the worker was."""
     merged: list[str] = []
-    unmerged = select(Batch.key, func.max(Batch.ended_at)).where(
-        Batch.feed == policy.feed, Batch.ended_at.is_not(None), Batch.merged_at.is_(None)).group_by(Batch.key)
+    unmerged = select(Batch.key, Batch.ended_at).where(
+        Batch.feed == policy.feed, Batch.ended_at.is_not(None), Batch.merged_at.is_(None))
     with db.read() as s:  # every tick: no write lock unless a batch ended
         if not s.execute(unmerged.limit(1)).first():
             return merged
     with db.unit() as s:
-        todo = dict(s.execute(unmerged).tuples().all())
+        todo: dict[str, list[datetime]] = {}
+        for key, ended_at in s.execute(unmerged).tuples():
+            if ended_at is not None:  # never (the query's condition): for the type checker
+                todo.setdefault(key, []).append(utc(ended_at))
         states = key_batches(s, policy.feed, set(todo), now)
-        for key, last_end in sorted(todo.items()):
+        for key, ends in sorted(todo.items()):
             state = states.get(key)
-            if last_end is None or (state is not None and state.running):
+            if state is not None and state.running:
                 continue  # another batch of the key is being pushed: merge when it ends too
-            ended = utc(last_end)
+            ends = sorted(set(ends))
             if policy.merge_batch:
-                windows = s.execute(select(Window).where(
-                    Window.key == key, Window.feed == policy.feed, Window.state == WindowState.OPEN,
-                    Window.last_input_at <= ended).order_by(Window.start, Window.seq).with_for_update()).scalars().all()
-                for chunk in chunks(list(windows), policy.cap):
-                    merged += _merge(s, chunk, now)
+                lower = state.ended_at if state is not None else None  # earlier batches' windows: merged
+                for ended in ends:
+                    query = select(Window).where(Window.key == key, Window.feed == policy.feed,
+                                                 Window.state == WindowState.OPEN, Window.last_input_at <= ended)
+                    if lower is not None:
+                        query = query.where(Window.last_input_at > lower)
+                    windows = s.execute(query.order_by(Window.start, Window.seq).with_for_update()).scalars().all()
+                    for chunk in chunks(list(windows), policy.cap):
+                        merged += _merge(s, chunk, now)
+                    lower = ended
             s.execute(update(Batch).where(Batch.feed == policy.feed, Batch.key == key, Batch.ended_at.is_not(None),
-                                          Batch.ended_at <= ended + timedelta(microseconds=1),
+                                          Batch.ended_at <= ends[-1] + timedelta(microseconds=1),
                                           Batch.merged_at.is_(None)).values(merged_at=now))
     return merged
 

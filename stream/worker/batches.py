@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from db import Database
@@ -75,3 +75,27 @@ class MarkerIntake:
         log.info("batch complete for %d station(s) (%s): %d row(s) sent", len(ends),
                  ", ".join(sorted({m.batch for m in ends})), sum(m.rows or 0 for m in ends))
         return True
+
+
+def segments(values: list[bytes | None], headers: list[Any] | None,
+             ) -> Iterator[tuple[list[bytes | None], list[Any] | None]]:
+    """``values`` (and their ``headers``) cut after each end marker: a consumer batch that holds the end of
+    one push and rows after it (a backlog: both pushes of a station in one fetch) is ingested in parts, each
+    at a later time (:func:`later`), so the ledger tells the windows of the later push from those of the
+    earlier one (:func:`db.batches.merge_completed` merges each push's windows on its own)."""
+    start = 0
+    for i, raw in enumerate(values):
+        try:
+            marker = parse_marker(raw)
+        except BadMarker:
+            continue
+        if marker is not None and marker.kind == "end" and i + 1 < len(values):
+            yield values[start:i + 1], None if headers is None else headers[start:i + 1]
+            start = i + 1
+    yield values[start:], None if headers is None else headers[start:]
+
+
+def later(now: datetime, previous: datetime | None) -> datetime:
+    """``now``, or a microsecond after ``previous`` if the clock has not moved past it (segments' times
+    must be strictly increasing, and a clock's resolution is coarser than a segment's work)."""
+    return now if previous is None or now > previous else previous + timedelta(microseconds=1)

@@ -33,7 +33,7 @@ from stream.ops.faults import crash_at, stop_at
 from stream.ops.logs import ctx, release_ctx
 from stream.wire.records import dumps, record_messages
 from stream.wire.signing import sign_manifest
-from stream.worker.batches import MarkerIntake
+from stream.worker.batches import MarkerIntake, later, segments
 from stream.worker.delay_hook import delay_tick
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
@@ -101,6 +101,14 @@ class WorkerService:
 
     # --- ingest ------------------------------------------------------------------------------------
     async def handle_batch(self, values: list[bytes | None], send: SendFn, headers: list[Any] | None = None) -> None:
+        """Ingest a consumer batch in parts cut after each push's end marker (:func:`.batches.segments`)."""
+        previous = None
+        for part, part_headers in segments(values, headers):
+            previous = later(datetime.now(UTC), previous)
+            await self._ingest(part, send, part_headers, previous)
+
+    async def _ingest(self, values: list[bytes | None], send: SendFn, headers: list[Any] | None,
+                      now: datetime) -> None:
         """Validate a batch (off the event loop, which keeps fetching meanwhile), write the accepted reports
         to the pending pool, dead-letter the rejects, then send the push receipts (:mod:`.receipts`).
 
@@ -109,7 +117,7 @@ class WorkerService:
         report ids and window floods. Dead letters are sent after the pool write; a crash in between
         redelivers the batch (at-least-once: a dead letter may be sent twice, a report is never lost).
         """
-        s, now = self.settings, datetime.now(UTC)
+        s = self.settings
         headers = self.markers.report_headers(values, headers)  # batch markers are never reports: their headers
         values, ends = await self.markers.before(values, now)  # go too (stream/wire/markers.py)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,

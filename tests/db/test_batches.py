@@ -135,6 +135,32 @@ def test_the_windows_a_batch_completed_are_merged_in_even_chunks_of_at_most_cap(
     assert merge_completed(ledger_db, policy, NOW + timedelta(seconds=3)) == []  # done once
 
 
+def _two_pushes(db: Database, station: str, read_between: bool, t0: datetime) -> None:
+    """Two pushes of ``station`` (days 0-2, then days 3-5, 4 reports a day); the worker merges after each
+    push (``read_between``) or only later, having found both in its backlog."""
+    policy = WindowPolicy(idle_timeout_s=60)
+    pool = PoolRepository(db, policy)
+    for n, days in enumerate((range(0, 3), range(3, 6))):
+        at = t0 + timedelta(seconds=10 * n)
+        begin(db, "default", [mark(f"b-{n}", station)], at)
+        pool.ingest([report(i, day, station) for day in days for i in range(day * 10, day * 10 + 4)], [], at)
+        end(db, "default", [mark(f"b-{n}", station, rows=12)], at)
+        if read_between:
+            merge_completed(db, policy, at + timedelta(seconds=1))
+
+
+def test_two_pushes_are_two_releases_however_late_the_worker_reads_them(ledger_db: Database) -> None:
+    """A worker that found both pushes of S1 in its backlog (merged at S2's first tick) merges each push's
+    windows on its own, as it did S2's, read as they came: what a release holds does not depend on how
+    fast the worker is; and S2's second push leaves the window its first push merged into (not released
+    yet) as it is. Before, S1's six days were merged into one window, and S2's too."""
+    _two_pushes(ledger_db, "S1", read_between=False, t0=NOW)
+    _two_pushes(ledger_db, "S2", read_between=True, t0=NOW + timedelta(minutes=1))
+    merge_completed(ledger_db, POLICY, NOW + timedelta(minutes=5))
+    assert [w.count for w in open_windows(ledger_db, "station:S1")] == [12, 12]
+    assert [w.count for w in open_windows(ledger_db, "station:S2")] == [12, 12]
+
+
 def test_merging_waits_for_every_batch_of_a_shared_key(ledger_db: Database) -> None:
     policy = WindowPolicy(by="global", idle_timeout_s=60)
     pool = PoolRepository(ledger_db, policy)
