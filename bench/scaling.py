@@ -11,7 +11,10 @@ reports per worker-CPU-second (the kernel's CPU time of each worker's cgroup, ch
 largest worker's share of released reports over 1/N), lock wait (PostgreSQL backends waiting on a lock,
 sampled every 0.25 s: seconds of waiting summed over backends), latency from the end of the push to each
 release's publication (p50/p95 over releases), peak memory per worker, and the reports topic's partition skew
-(largest partition over mean).
+(largest partition over mean). The push frames each station's reports with batch markers, as ``anonstream
+push`` does, and each run's releases are reduced to their content (records and manifests without ids, record
+order and DP noise: ``stream.testing.scenario.release_contents``) and hashed: ``same_as_n1`` says whether N
+workers released byte for byte what one did.
 
     .venv/bin/python bench/scaling.py [--reports 50000] [--workers 1,2,3,4] [--quota 0.3]
 
@@ -21,6 +24,8 @@ Writes bench/results/scaling.json and prints a table.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import statistics
 import subprocess
 import sys
@@ -45,7 +50,7 @@ from stream.ops.broker import EmbeddedBroker, free_port  # noqa: E402
 from stream.ops.runtime import quiet_clients, stop_process, worker_env  # noqa: E402
 from stream.station.simulate import generate_day  # noqa: E402
 from stream.testing.reports import DAY  # noqa: E402
-from stream.testing.scenario import Scenario  # noqa: E402
+from stream.testing.scenario import Scenario, release_contents  # noqa: E402
 from stream.testing.services import PostgresServer  # noqa: E402
 
 PARTITIONS = 16
@@ -108,7 +113,7 @@ def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: fl
     sc = Scenario(kafka, pg, workdir, reports_partitions=PARTITIONS, idle_timeout_s=2.0)
     groups = [make_group(f"n{n}-w{i}", quota) for i in range(n)]
     try:
-        sc.push(reports)
+        sc.push(reports, batch="zipf-day")  # framed by batch markers, as `anonstream push` sends a day
         pushed_at = datetime.now(UTC)
         sampler = LockSampler(sc)
         started = time.monotonic()
@@ -125,6 +130,8 @@ def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: fl
                                     .where(Window.state == "released").group_by(Window.claimed_by)).tuples().all())
             published = list(s.execute(select(Release.published_at)).scalars())
         lat = sorted((p - pushed_at).total_seconds() for p in published if p is not None)
+        contents = release_contents(sc.releases()[1])  # what was released, ids and record order apart
+        digest = hashlib.sha256(json.dumps(contents, sort_keys=True, default=str).encode()).hexdigest()[:16]
         total = sum(len(v) for v in reports.values())
         by_worker = sorted((int(v) for v in shares.values()), reverse=True)
         return {"workers": n, "quota_cpus": quota if all(groups) else None, "reports": total,
@@ -136,7 +143,8 @@ def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: fl
                 "worker_shares": by_worker, "lock_wait_s": round(sampler.wait_s, 1),
                 "p50_s": round(statistics.median(lat), 1) if lat else None,
                 "p95_s": round(lat[int(0.95 * (len(lat) - 1))], 1) if lat else None,
-                "peak_mb": [round(m) if m else None for m in mem]}
+                "peak_mb": [round(m) if m else None for m in mem], "content_sha256": digest,
+                "published_records": sum(len(c["records"]) for c in contents)}
     finally:
         for p in sc.workers:
             stop_process(p)
@@ -174,9 +182,10 @@ def main() -> None:
     one = rows[0]["throughput"] / rows[0]["workers"]
     for r in rows:
         r["vs_linear"] = round(r["throughput"] / (r["workers"] * one), 2)
+        r["same_as_n1"] = r["content_sha256"] == rows[0]["content_sha256"]
     write_results("scaling", {"args": vars(args), "partition_skew": partition_skew(reports), "runs": rows})
     print_table(rows, ["workers", "quota_cpus", "throughput", "vs_linear", "per_cpu_s", "balance", "lock_wait_s",
-                       "p50_s", "p95_s", "peak_mb", "seconds", "startup_s"])
+                       "p50_s", "p95_s", "peak_mb", "seconds", "startup_s", "releases", "same_as_n1"])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from stream.ops.kafka_clients import make_producer
 from stream.ops.runtime import migrate, spawn_worker, stop_process
 from stream.testing.reports import spec_ref
 from stream.testing.services import PostgresServer
+from stream.wire.markers import Marker
 
 ACCOUNTED = ("released", "suppressed", "blocked", "dlq", "duplicate", "correction", "pending")
 
@@ -47,13 +48,23 @@ class Scenario:
         self.workers.append(proc)
         return proc
 
-    def push(self, reports: dict[str, list[dict[str, Any]]], extra: list[tuple[str, bytes]] = ()) -> int:  # type: ignore[assignment]
+    def push(self, reports: dict[str, list[dict[str, Any]]], extra: list[tuple[str, bytes]] = (),  # type: ignore[assignment]
+             batch: str | None = None) -> int:
+        """Send each station's reports keyed by the station, then ``extra`` (key, raw value) as they are.
+        With ``batch``, each station's reports are framed by begin and end markers of that push id, as
+        ``anonstream push`` frames them (stream/wire/markers.py): its windows close when its batch ends."""
         producer = make_producer(self.settings.bootstrap_servers())
         n = 0
         for station, rows in reports.items():
+            if batch is not None:
+                producer.send(self.settings.topic_reports, key=station.encode(),
+                              value=Marker("begin", batch, station).encode())
             for r in rows:
                 producer.send(self.settings.topic_reports, key=station.encode(), value=json.dumps(r).encode())
                 n += 1
+            if batch is not None:
+                producer.send(self.settings.topic_reports, key=station.encode(),
+                              value=Marker("end", batch, station, len(rows)).encode())
         for station, raw in extra:
             producer.send(self.settings.topic_reports, key=station.encode(), value=raw)
             n += 1
@@ -158,3 +169,23 @@ class Scenario:
         for w in self.workers:
             stop_process(w)
         self.db.dispose()
+
+
+VOLATILE = ("release_id", "files", "checksum", "signature", "rows", "deployment")
+
+
+def release_contents(complete: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """What each release says, without what names it or orders its records (``VOLATILE``: its id, the
+    hashes over its id or record order, its signature), the DP noise (``dp.tables``: drawn afresh by
+    design, never seeded) and how its window was closed (``close_reason``: ``reclaimed`` after a worker
+    died with it): the manifest's other fields and its records' values as a sorted list, the releases
+    sorted. Equal for two runs that released the same content."""
+    out = []
+    for manifest, records in complete:
+        body = {k: v for k, v in manifest.items() if k not in VOLATILE}
+        body["window"] = {k: v for k, v in body["window"].items() if k != "close_reason"}
+        if body.get("dp") is not None:
+            body["dp"] = {k: v for k, v in body["dp"].items() if k != "tables"}
+        body["records"] = sorted(json.dumps(r["values"]) for r in records)
+        out.append(body)
+    return sorted(out, key=lambda b: json.dumps(b, sort_keys=True, default=str))

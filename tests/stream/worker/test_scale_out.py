@@ -7,7 +7,8 @@ a second day is pushed, so D's join rebalances partitions that still carry unrea
 report is in the ledger once and released, suppressed or pending once; fingerprints = manifests = what the
 topic carries; no window has two releases; every manifest verifies; and a check that knows nothing of the
 service (a pandas group-by over each release's published labels) finds every class of at least k rows with at
-least the manifest's distinct l offences.
+least the manifest's distinct l offences. One worker alone, given the same pushes, publishes the same
+releases (their content: records and manifests, apart from ids and what hashes them).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy import func, select
 from db.models import PendingReport, Release, ReleasedFingerprint
 from stream.ops.broker import EmbeddedBroker
 from stream.testing.reports import DAY, day_of_reports
-from stream.testing.scenario import Scenario
+from stream.testing.scenario import Scenario, release_contents
 from stream.testing.services import PostgresServer
 from stream.wire.signing import verify_manifest
 
@@ -41,7 +42,7 @@ def test_three_workers_exact_under_a_kill_and_an_add(kafka: EmbeddedBroker, pg: 
     try:
         first = day_of_reports(6, 150, seed=43)
         second = day_of_reports(6, 150, seed=44, day=DAY + timedelta(days=1))
-        sc.push(first)
+        sc.push(first, batch="day-1")
 
         a = sc.start_worker(fault_point="anonymize")
         sc.wait_for(lambda: a.poll() is not None, timeout=180)
@@ -50,7 +51,7 @@ def test_three_workers_exact_under_a_kill_and_an_add(kafka: EmbeddedBroker, pg: 
         sc.start_worker()
         sc.wait_for(lambda: _published(sc) >= 1, timeout=240)
         sc.start_worker()  # D joins while B and C are at work: the group rebalances
-        sc.push(second)  # ... and there is still work to spread over the new assignment
+        sc.push(second, batch="day-2")  # ... and there is still work to spread over the new assignment
         acc = sc.wait_settled(timeout=300)
 
         distinct = sum(len(v) for v in first.values()) + sum(len(v) for v in second.values())
@@ -85,3 +86,16 @@ def test_three_workers_exact_under_a_kill_and_an_add(kafka: EmbeddedBroker, pg: 
             assert classes.nunique(dropna=False).min() >= manifest["l"], manifest["release_id"]
     finally:
         sc.close()
+
+    # the same pushes to one worker alone: the same releases, byte for byte (content, not ids)
+    alone = Scenario(kafka, pg, tmp_path / "alone", claim_lease_s=4.0, reports_partitions=8)
+    try:
+        alone.push(first, batch="day-1")
+        alone.push(second, batch="day-2")
+        alone.start_worker()
+        alone.wait_settled(timeout=300)
+        mine, theirs = release_contents(alone.releases()[1]), release_contents(complete)
+        assert len(mine) == len(theirs) == len(rels)
+        assert mine == theirs, [m["window"]["id"] for m, t in zip(mine, theirs, strict=True) if m != t]
+    finally:
+        alone.close()
