@@ -61,6 +61,7 @@ from stream.worker.engine_choice import resolve_engine
 from stream.worker.link_guard import eligible, seen_counts
 from stream.worker.risk import engine_params, hold_reason, policy_requirement, release_risk, warn_unenforced
 from stream.worker.sampling import draw, order_seed, publish_order, release_id, sample_size, window_seed
+from stream.worker.scheduling import carry_reason, schedule_due
 
 log = logging.getLogger(__name__)
 ALERT = logging.getLogger("anonstream.alert")
@@ -129,9 +130,11 @@ class Orchestrator:
             return self._encoded.pop(release_id, None)
 
     def due(self, now: datetime) -> list[tuple[str, str]]:
-        """Windows to close now (due or abandoned by a crashed closer), with why."""
+        """Windows to close now (due or abandoned by a crashed closer), with why; too-small ones are carried
+        in bulk, the others come in fair order (:mod:`.scheduling`)."""
         merge_completed(self.db, self.policy, now)  # the windows a completed push left (db/batches.py)
-        ids = [(w, "due") for w in due_windows(self.db, self.policy, self.policy.idle_timeout_s, now)]
+        due = due_windows(self.db, self.policy, self.policy.idle_timeout_s, now)
+        ids = [(w, "due") for w in schedule_due(self.db, self.settings, self.worker, due, now)]
         return ids + [(w, "reclaimed") for w in self.repo.stale_closing(now, self.settings.claim_lease_s,
                                                                               self.settings.feed)]
 
@@ -231,9 +234,8 @@ class Orchestrator:
                            blocked_by, risk, dp)
 
     def _carry(self, window: Window, n: int, floor: int, now: datetime) -> None:
-        rule = f"k={self.settings.privacy.k}" if n < self.settings.privacy.k else f"min_release_rows={floor}"
-        self._finish(window, WindowState.CARRIED, f"too small: {n} report(s) to release < {rule}", now)
-        log.info("window %s carried: %d report(s) to release < %s", window.id, n, rule, extra=ctx(window=window.id))
+        self._finish(window, WindowState.CARRIED, reason := carry_reason(n, self.settings.privacy.k, floor), now)
+        log.info("window %s carried: %s", window.id, reason.removeprefix("too small: "), extra=ctx(window=window.id))
 
     def _hold(self, window: Window, reason: str, now: datetime) -> None:
         ALERT.error("ALERT window %s held, nothing published: %s", window.id, reason, extra=ctx(window=window.id))
