@@ -2,7 +2,7 @@
 
 Setup: 5 stations x 10,000 generated crime reports (one day each; the 10,000 cap closes each
 station's window on size), the embedded broker (tansu) and a throwaway PostgreSQL cluster (started
-like the tests do), engine = the service default (``cg-kanon``, k=5).
+like the tests do), engine = the service default (``cg-diverse``, k=5, distinct l=2).
 
 Measures
   * throughput (reports/s) from the first push to the last manifest received by a consumer, with one
@@ -321,7 +321,7 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="anonstream-bench-"))
     pg = PostgresServer()
     kafka = EmbeddedBroker(log_file=workdir / "broker.log").start()
-    results: dict[str, Any] = {"stations": 5, "per_station": per_station, "engine": "cg-kanon (service default)",
+    results: dict[str, Any] = {"stations": 5, "per_station": per_station, "engine": "cg-diverse, k=5, l=2 (service default)",
                                "machine": "2 shared cores; noisy"}
     try:
         print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
