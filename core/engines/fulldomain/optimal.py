@@ -33,62 +33,13 @@ from core.engines.base import EngineParams, Progress, Release, no_progress
 from core.engines.lattice_engine import LatticeEngine, no_solution, release_from_node
 from core.errors import InfeasibleError
 from core.lattice import Lattice, NodeEvaluator, NodeResult
+from core.lattice.nodeset import NodeSet
 
-_MAX_BITMAP = 1 << 22  # lattice nodes up to which a NodeSet keeps its region as an array (16 MB)
-
+__all__ = ["NodeSet", "OptimalEngine", "OptimalParams", "branch_and_bound"]
 
 class OptimalParams(EngineParams):
     objective: Literal["lm", "precision"] = Field(default="lm", description="loss to minimise: lm | precision")
     max_nodes: int = Field(default=5_000_000, ge=1, description="safety cap on nodes popped from the queue")
-
-
-class NodeSet:
-    """A monotone region of the lattice (the nodes below, or if ``upward`` above, its members).
-
-    With the lattice's ``heights`` (and at most ``_MAX_BITMAP`` nodes) the region is an array over
-    the lattice holding, per node, the member that added it last: ``covers`` and ``cover`` are one
-    lookup. Otherwise the maximal (minimal) members are kept and scanned.
-    """
-
-    def __init__(self, d: int, upward: bool, heights: np.ndarray | None = None) -> None:
-        self.nodes = np.zeros((0, d), dtype=np.int64)
-        self.upward = upward
-        self.members: list[tuple[int, ...]] = []
-        self.owner: np.ndarray | None = None
-        if heights is not None and int(np.prod(np.asarray(heights, np.float64) + 1)) <= _MAX_BITMAP:
-            self.owner = np.full(tuple(int(h) + 1 for h in heights), -1, dtype=np.int32)
-
-    def copy(self) -> NodeSet:
-        out = NodeSet(self.nodes.shape[1], self.upward)
-        out.nodes, out.members = self.nodes.copy(), list(self.members)
-        out.owner = None if self.owner is None else self.owner.copy()
-        return out
-
-    def covers(self, node: tuple[int, ...]) -> bool:
-        return self.cover(node) is not None
-
-    def cover(self, node: tuple[int, ...]) -> tuple[int, ...] | None:
-        """A member that dominates ``node`` (above it, or below it if ``upward``), or None."""
-        if self.owner is not None:
-            i = int(self.owner[node])
-            return self.members[i] if i >= 0 else None
-        if not len(self.nodes):
-            return None
-        v = np.asarray(node)
-        hits = (self.nodes <= v).all(axis=1) if self.upward else (self.nodes >= v).all(axis=1)
-        idx = np.flatnonzero(hits)
-        return tuple(int(x) for x in self.nodes[idx[0]]) if len(idx) else None
-
-    def add(self, node: tuple[int, ...]) -> None:
-        node = tuple(map(int, node))
-        if self.owner is not None:
-            region = tuple(slice(x, None) for x in node) if self.upward else tuple(slice(x + 1) for x in node)
-            self.owner[region] = len(self.members)
-            self.members.append(node)
-            return
-        v = np.asarray(node)
-        keep = ~((self.nodes >= v).all(axis=1) if self.upward else (self.nodes <= v).all(axis=1))
-        self.nodes = np.vstack([self.nodes[keep], v[None, :]])
 
 
 def projection_nodes(lattice: Lattice, width: int) -> list[tuple[int, ...]]:
