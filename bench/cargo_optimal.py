@@ -50,7 +50,7 @@ def run_case(frame: pd.DataFrame, d: int, objective: str, k: int) -> dict[str, A
             "suppressed": len(rel.suppressed), "suppressed_ids": [int(x) for x in rel.suppressed],
             "loss": float(diag["objective_value"]), "loss_hex": float(diag["objective_value"]).hex(),
             "nodes": diag["nodes_evaluated"], "popped": search.get("popped"), "cpu_s": round(cpu, 3),
-            "wall_s": round(wall, 3)}
+            "wall_s": round(wall, 3), "search": search}
 
 
 def main() -> None:
@@ -69,7 +69,7 @@ def main() -> None:
             row = run_case(frame, d, objective, args.k)
             row["load_1min"] = round(load, 2)
             rows.append(row)
-            print({key: v for key, v in row.items() if key != "suppressed_ids"}, flush=True)
+            print({key: v for key, v in row.items() if key not in ("suppressed_ids",)}, flush=True)
     print_table(rows, ["qis", "objective", "levels", "suppressed", "loss", "nodes", "popped", "cpu_s", "wall_s",
                        "load_1min"])
     path = write_results(args.out, {"k": args.k, "max_suppression": 0.005, "cases": rows})
