@@ -28,6 +28,7 @@ from db.small_windows import WindowSize, claim_small, finish_small, window_sizes
 from db.states import WindowState
 from db.window_state import carry_duplicates
 from stream.config.settings import Settings
+from stream.ops.logs import ctx
 from stream.worker.link_guard import eligible
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,6 @@ def carry_small(db: Database, settings: Settings, worker: str, ids: list[str], k
     for w in claimed:
         if w.duplicates or w.dropped:
             carry_duplicates(db, w.id, w.key)
-        log.debug("window %s %s: %s", w.id, outcomes[w.id][0], outcomes[w.id][1])
+        log.debug("window %s %s: %s", w.id, *outcomes[w.id], extra=ctx(window=w.id))
     log.info("%d due window(s) too small to release closed in bulk (carried or empty)", closed)
     return set(outcomes)
