@@ -23,7 +23,7 @@ import numpy as np
 
 from core.encoding import EncodedBatch
 from core.lattice.evaluator import LossName, NodeEvaluator, NodeResult
-from core.lattice.suppression import suppression_extra
+from core.lattice.suppression import suppression_extra_matrix
 from core.privacy.requirement import PrivacyRequirement
 
 _MAX_BOUND_NODES = 1 << 20  # lattices up to this size get every node's bound up front (8 MB)
@@ -105,7 +105,6 @@ class DirectEvaluator(NodeEvaluator):
         gen = self.bound(node)
         loss = gen
         if suppressed and per_code is not None:
-            loss += suppression_extra(suppressed, per_code, [self.costs[a][v] for a, v in enumerate(node)],
-                                      self.weights) / self.n
+            loss += suppression_extra_matrix(suppressed, per_code, self.node_costs(node), self.weights) / self.n
         return NodeResult(levels=node, feasible=self._feasible(suppressed, classes), suppressed=suppressed,
                           classes=classes, k=smallest, loss=loss, gen_loss=gen)

@@ -27,7 +27,7 @@ import numpy as np
 
 from core.encoding import EncodedBatch
 from core.lattice.backend import SWITCH_WORK, Backend, starting_backend
-from core.lattice.suppression import failing_code_counts, suppression_extra
+from core.lattice.suppression import failing_code_counts, suppression_extra, suppression_extra_matrix
 from core.lattice.tables import MAX_KEY, TableCache, combined_classes, distinct_rows, projection_table
 from core.privacy.models import class_ok
 from core.privacy.requirement import PrivacyRequirement
@@ -125,6 +125,12 @@ class NodeEvaluator:
             if total >= MAX_KEY:
                 return None
         return radix
+
+    def node_costs(self, levels: tuple[int, ...]) -> np.ndarray:
+        """(d, codes) matrix: QI a's cost of each code at ``levels[a]``, 0 past its last code."""
+        cost = self._pack()[1]
+        return cost[np.arange(len(levels)), np.asarray(levels, np.int64)]
+
     @property
     def evaluations(self) -> int:
         """Number of distinct nodes evaluated so far."""
@@ -273,8 +279,7 @@ class NodeEvaluator:
         suppressed, extra = (0, 0.0)
         if fail.any():
             suppressed, per_code = failing_codes(tab, cnt, fail, lv, self._pack()[1].shape[2])
-            extra = suppression_extra(suppressed, per_code, [self.costs[a][v] for a, v in enumerate(node)],
-                                      self.weights)
+            extra = suppression_extra_matrix(suppressed, per_code, self.node_costs(node), self.weights)
         kept = sizes[~fail_cls]
         return NodeResult(levels=node, feasible=self._feasible(int(suppressed), len(kept)), suppressed=int(suppressed),
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,

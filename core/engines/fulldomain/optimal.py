@@ -143,10 +143,13 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             nexts = [(*node[:a], above[a] + 1, *node[a + 1 :]) for a in range(lattice.d) if above[a] < top[a]]
         else:
             nexts = list(lattice.successors(node))
+        limit = best.loss - 1e-12 if best is not None else float("inf")
         for succ in nexts:
             if succ not in seen:
                 seen.add(succ)
-                heapq.heappush(heap, (evaluator.bound(succ), succ))
+                succ_bound = evaluator.bound(succ)
+                if succ_bound < limit:  # else never popped: the search stops first (best only falls)
+                    heapq.heappush(heap, (succ_bound, succ))
         if above is not None:
             continue
         if clean.covers(node):
