@@ -116,7 +116,9 @@ class WindowRouter:
     def save_watermarks(self) -> None:
         for key, t in self.watermarks.items():
             stmt = update(Watermark).where(Watermark.key == key, Watermark.event_time < t).values(event_time=t)
-            if rowcount(self.s.execute(stmt)) == 0:
+            # no session sync: checking each update against every object the session holds made a batch of
+            # many new keys (a flood of station ids) quadratic; nothing reads these objects afterwards
+            if rowcount(self.s.execute(stmt.execution_options(synchronize_session=False))) == 0:
                 insert_ignore(self.s, Watermark.__table__, [{"key": key, "event_time": t}], ["key"])
 
     def _load(self, key: str, start: datetime) -> Window | None:
@@ -213,7 +215,8 @@ class WindowRouter:
                                       "dropped": Window.dropped + x}
             if n:  # duplicates and drops alone do not keep a window from going idle
                 values["last_input_at"] = self.now
-            res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values))
+            res = self.s.execute(update(Window).where(Window.id == wid, Window.state == "open").values(**values)
+                                 .execution_options(synchronize_session=False))  # as in save_watermarks
             if rowcount(res) == 0:
                 lost.append(wid)
         if not lost:

@@ -88,20 +88,23 @@ def schedule_due(db: Database, settings: Settings, worker: str, ids: list[str], 
 
 def fair_order(sizes: dict[str, WindowSize], k: int, floor: int) -> list[str]:
     """Windows whose key can release (its waiting reports reach the floor, k for a flushed window) first,
-    then the others; within each, one window per key in turn (keys by their oldest window's start, then
-    name; a key's windows by start and sequence)."""
+    then the others; within each, one window per key in turn (keys by their waiting reports, most first,
+    then their oldest window's start and name; a key's windows by start and sequence)."""
     per_key: dict[str, list[WindowSize]] = defaultdict(list)
     for w in sizes.values():
         per_key[w.key].append(w)
     classes: tuple[list[list[WindowSize]], list[list[WindowSize]]] = ([], [])
-    for ws in per_key.values():
+    waiting: dict[str, int] = {}
+    for key, ws in per_key.items():
         ws.sort(key=lambda w: (w.start, w.seq, w.id))
-        waiting = sum(w.own for w in ws) + ws[0].carried
-        ready = waiting >= (k if any(w.flush for w in ws) else floor)
+        waiting[key] = sum(w.own for w in ws) + ws[0].carried
+        ready = waiting[key] >= (k if any(w.flush for w in ws) else floor)
         classes[0 if ready else 1].append(ws)
     out: list[str] = []
     for group in classes:
-        group.sort(key=lambda ws: (ws[0].start, ws[0].key))
+        # the largest first: workers claiming from the top spread the big releases over themselves first,
+        # and the small ones fill in after (longest processing time first: the shortest run for N workers)
+        group.sort(key=lambda ws: (-waiting[ws[0].key], ws[0].start, ws[0].key))
         for r in range(max((len(ws) for ws in group), default=0)):
             out += [ws[r].id for ws in group if r < len(ws)]
     return out
