@@ -30,13 +30,14 @@ _MAX_BITMAP = 1 << 22  # lattice nodes up to which a NodeSet keeps its region as
 class NodeSet:
     """A monotone region of the lattice (the nodes below, or if ``upward`` above, its members).
 
-    With the lattice's ``heights`` (and at most ``max_bitmap`` nodes) the region is an array over
-    the lattice holding, per node, the member that added it last: ``covers`` and ``cover`` are one
-    lookup. Otherwise the maximal (minimal) members are indexed by per-QI bitsets (see the module).
+    With the lattice's ``heights`` (and at most ``max_bitmap`` nodes, by default ``_MAX_BITMAP``)
+    the region is an array over the lattice holding, per node, the member that added it last:
+    ``covers`` and ``cover`` are one lookup. Otherwise the maximal (minimal) members are indexed by
+    per-QI bitsets (see the module).
     """
 
     def __init__(self, d: int, upward: bool, heights: np.ndarray | None = None,
-                 max_bitmap: int = _MAX_BITMAP) -> None:
+                 max_bitmap: int | None = None) -> None:
         self.d, self.upward = d, upward
         self.members: list[tuple[int, ...]] = []  # every member added, by bit number
         self.alive = 0  # members not dominated by a later one
@@ -44,7 +45,8 @@ class NodeSet:
         self.owner: np.ndarray | None = None
         self.top = None if heights is None else tuple(int(h) for h in heights)
         self.by_free: list[int] = [0] * (d + 1)  # by_free[c]: members with c QIs below the top
-        if heights is not None and int(np.prod(np.asarray(heights, np.float64) + 1)) <= max_bitmap:
+        limit = _MAX_BITMAP if max_bitmap is None else max_bitmap
+        if heights is not None and int(np.prod(np.asarray(heights, np.float64) + 1)) <= limit:
             self.owner = np.full(tuple(int(h) + 1 for h in heights), -1, dtype=np.int32)
 
     def copy(self) -> NodeSet:
