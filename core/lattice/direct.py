@@ -93,10 +93,11 @@ class DirectEvaluator(NodeEvaluator):
             return None
         from core.lattice.kernels import evaluate_k
 
-        cube, cost = self._pack()
+        cube = self._pack()[0]
+        width = max(self.ncodes[a][v] for a, v in enumerate(node)) if node else 1  # the node's codes only
         space = int(radix[-1]) * self.ncodes[-1][node[-1]] if node else 1
         rows, per_code, classes, smallest = evaluate_k(cube, np.asarray(node, np.int64), radix, space, self.counts,
-                                                       self.req.k_min, cost.shape[2], need)
+                                                       self.req.k_min, width, need)
         return int(rows), per_code, int(classes), int(smallest)
 
     def _result(self, node: tuple[int, ...], suppressed: int, per_code: np.ndarray | None, classes: int,
