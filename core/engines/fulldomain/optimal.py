@@ -18,6 +18,8 @@ Search (best-first branch and bound, in the spirit of Flash / OLA):
   An ``avg_risk`` failure with suppression is not monotone, so such nodes are not tagged
   (:meth:`NodeEvaluator.monotone_infeasible`).
 * Each evaluated node costs one pass over the batch's distinct rows (see NodeEvaluator).
+* Wide lattices (over 4M nodes, issue 45): bitset-indexed node sets, a one-pass evaluator under k
+  alone, top-first climbs and triple projections (docs/engines/optimal.md, "Search").
 """
 
 from __future__ import annotations
