@@ -321,8 +321,8 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="anonstream-bench-"))
     pg = PostgresServer()
     kafka = EmbeddedBroker(log_file=workdir / "broker.log").start()
-    results: dict[str, Any] = {"stations": 5, "per_station": per_station, "engine": "cg-diverse, k=5, l=2 (service default)",
-                               "machine": "2 shared cores; noisy"}
+    results: dict[str, Any] = {"stations": 5, "per_station": per_station,
+                               "engine": "cg-diverse, k=5, l=2 (service default)", "machine": "2 shared cores; noisy"}
     try:
         print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
         results["passthrough"] = run_passthrough(kafka, workdir, payloads)

@@ -108,9 +108,10 @@ class LockSampler(threading.Thread):
 
 
 def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: float,
-        reports: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        reports: dict[str, list[dict[str, Any]]], concurrency: int) -> dict[str, Any]:
     workdir = root / f"n{n}"
-    sc = Scenario(kafka, pg, workdir, reports_partitions=PARTITIONS, idle_timeout_s=2.0)
+    sc = Scenario(kafka, pg, workdir, reports_partitions=PARTITIONS, idle_timeout_s=2.0,
+                  release_concurrency=concurrency)
     groups = [make_group(f"n{n}-w{i}", quota) for i in range(n)]
     try:
         sc.push(reports, batch="zipf-day")  # framed by batch markers, as `anonstream push` sends a day
@@ -131,7 +132,9 @@ def run(kafka: EmbeddedBroker, pg: PostgresServer, root: Path, n: int, quota: fl
             published = list(s.execute(select(Release.published_at)).scalars())
         lat = sorted((p - pushed_at).total_seconds() for p in published if p is not None)
         contents = release_contents(sc.releases()[1])  # what was released, ids and record order apart
-        digest = hashlib.sha256(json.dumps(contents, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        blob = json.dumps(contents, sort_keys=True, default=str)
+        digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
+        (root / f"contents-n{n}.json").write_text(blob)  # to find what differs when a digest does
         total = sum(len(v) for v in reports.values())
         by_worker = sorted((int(v) for v in shares.values()), reverse=True)
         return {"workers": n, "quota_cpus": quota if all(groups) else None, "reports": total,
@@ -162,6 +165,10 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,3,4")
     parser.add_argument("--quota", type=float, default=0.3,
                         help="CPUs per worker (cgroup quota; 4 x 0.3 leaves 0.8 of 2 cores to broker and database)")
+    parser.add_argument("--release-concurrency", type=int, default=None,
+                        help="windows a worker anonymizes at once (RELEASE_CONCURRENCY); default: the worker's whole "
+                             "CPUs, at least 1 (a worker at 0.3 CPU that took two windows at once would hold both "
+                             "while the others ran out of work)")
     parser.add_argument("--seed", type=int, default=43)
     args = parser.parse_args()
     quiet_clients(False)
@@ -172,9 +179,10 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="anonstream-scaling-"))
     pg, kafka = PostgresServer(), EmbeddedBroker(log_file=root / "broker.log").start()
     rows = []
+    concurrency = args.release_concurrency or max(1, int(args.quota))
     try:
         for n in (int(x) for x in args.workers.split(",")):
-            rows.append(run(kafka, pg, root, n, args.quota, reports))
+            rows.append(run(kafka, pg, root, n, args.quota, reports, concurrency))
             print(rows[-1], flush=True)
     finally:
         kafka.stop()
@@ -183,7 +191,8 @@ def main() -> None:
     for r in rows:
         r["vs_linear"] = round(r["throughput"] / (r["workers"] * one), 2)
         r["same_as_n1"] = r["content_sha256"] == rows[0]["content_sha256"]
-    write_results("scaling", {"args": vars(args), "partition_skew": partition_skew(reports), "runs": rows})
+    write_results("scaling", {"args": vars(args), "release_concurrency": concurrency,
+                              "partition_skew": partition_skew(reports), "runs": rows})
     print_table(rows, ["workers", "quota_cpus", "throughput", "vs_linear", "per_cpu_s", "balance", "lock_wait_s",
                        "p50_s", "p95_s", "peak_mb", "seconds", "startup_s", "releases", "same_as_n1"])
 

@@ -177,15 +177,18 @@ VOLATILE = ("release_id", "files", "checksum", "signature", "rows", "deployment"
 def release_contents(complete: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
     """What each release says, without what names it or orders its records (``VOLATILE``: its id, the
     hashes over its id or record order, its signature), the DP noise (``dp.tables``: drawn afresh by
-    design, never seeded) and how its window was closed (``close_reason``: ``reclaimed`` after a worker
-    died with it): the manifest's other fields and its records' values as a sorted list, the releases
-    sorted. Equal for two runs that released the same content."""
+    design, never seeded), its budget blocks' running totals (``spent_*``, ``remaining_*``: two releases
+    of one station-day charge one block, in whichever order they ran) and how its window was closed
+    (``close_reason``: ``reclaimed`` after a worker died with it): the manifest's other fields and its
+    records' values as a sorted list, the releases sorted. Equal for two runs that released the same content."""
     out = []
     for manifest, records in complete:
         body = {k: v for k, v in manifest.items() if k not in VOLATILE}
         body["window"] = {k: v for k, v in body["window"].items() if k != "close_reason"}
-        if body.get("dp") is not None:
-            body["dp"] = {k: v for k, v in body["dp"].items() if k != "tables"}
+        if body.get("dp") is not None:  # the blocks' running totals depend on which release charged first
+            blocks = [{k: v for k, v in b.items() if not k.startswith(("spent_", "remaining_"))}
+                      for b in body["dp"].get("blocks", [])]
+            body["dp"] = {k: v for k, v in body["dp"].items() if k != "tables"} | {"blocks": blocks}
         body["records"] = sorted(json.dumps(r["values"]) for r in records)
         out.append(body)
     return sorted(out, key=lambda b: json.dumps(b, sort_keys=True, default=str))
