@@ -13,9 +13,8 @@ Loss models (both average over records and attributes, a suppressed record costs
   value costs (leaves under it - 1) / (leaves - 1), or (high - low) / (domain span) if ordered.
 - ``precision``: Sweeney's precision (KGEN paper eq. 1-2): level / height per attribute, unweighted.
 
-``gen_loss`` is the loss without the suppression penalty. It only depends on the levels, is
-additive over attributes, never exceeds ``loss`` and is monotone along the lattice order, which
-makes it an admissible bound for branch and bound.
+``gen_loss`` is the loss without the suppression penalty. It only depends on the levels, is additive over
+attributes, never exceeds ``loss`` and is monotone along the lattice order: an admissible bound.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Release orchestration: close a window, sample, anonymize, verify, and write the ledger.
 
 Steps for one window (publishing is :meth:`stream.worker.service.WorkerService.publish`):
-
 1. claim the window (one worker at a time);
 2. candidates: pending reports of the window plus those carried from earlier windows of its key;
 3. linking guard, then sampling without replacement (seeded from the window id);
@@ -104,9 +103,8 @@ class Orchestrator:
 
         The engines' numba kernels are loaded from their on-disk cache on first use (about a second
         for CG-Kanon), which would otherwise come out of the first window's anytime budget and
-        latency. Nothing is stored, published or logged about the rows. Returns the seconds it took,
-        or None when it was skipped.
-        """
+        latency. Nothing is stored, published or logged about the rows. Returns its seconds, or None
+        when it was skipped."""
         started = time.perf_counter()
         try:
             engine = get_engine(self.engine_name)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.encoding import Schema
-from db import Database, PoolRepository, Rejection, ReleaseRepository
+from db import Database, PoolRepository, ReleaseRepository
 from stream.config.settings import Settings
 from stream.intake.dead_letters import dead_letter
 from stream.intake.guards import Limits
@@ -38,6 +37,7 @@ from stream.worker.delay_hook import delay_tick
 from stream.worker.heartbeat import Heartbeat
 from stream.worker.leases import LeaseKeeper
 from stream.worker.metrics import WorkerMetrics
+from stream.worker.persist import persist
 from stream.worker.pool import ReleasePool, ThreadReleases
 from stream.worker.receipts import Receipts
 from stream.worker.release import Orchestrator, window_policy
@@ -123,7 +123,7 @@ class WorkerService:
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
                                         s.privacy.link_guard != "off", now, s.content_columns)
         accepted, dead = batch.accepted, batch.dead
-        result = await self._persist(accepted, batch.rejections, now)
+        result = await persist(self.pool, self.failures, accepted, batch.rejections, now)
         if accepted:  # a batch of markers alone puts nothing in the pool
             stop_at("stop-after-ingest", s.fault_point)
         for i, reason, message in result.refused:
@@ -147,22 +147,6 @@ class WorkerService:
         if dead:
             log.info("batch: %d accepted, %d rejected to the DLQ, %d duplicate(s)", result.accepted,
                      result.rejected, result.duplicates + result.corrections)
-
-    async def _persist(self, accepted: list[Any], rejections: list[Rejection], now: datetime) -> Any:
-        delay, deadline = 0.2, time.monotonic() + 60.0
-        while True:
-            try:
-                result = await asyncio.to_thread(self.pool.ingest_isolating, accepted, rejections, now)
-                self.failures.recovered("pending pool write")
-                return result
-            except Exception as exc:  # database down: retry, never let faust ack an unpersisted batch
-                if time.monotonic() > deadline:
-                    log.critical("pending pool unwritable for 60 s (%s); exiting without committing offsets",
-                                 type(exc).__name__)
-                    os._exit(75)
-                self.failures.failed("pending pool write", exc, "pending pool write failed; retrying")
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     async def record_partitions(self, partitions: list[int]) -> None:
         await self.heartbeat.assigned(partitions)
