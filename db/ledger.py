@@ -159,6 +159,7 @@ class PoolRepository:
         fresh, dup_kind, corrected = versions.fresh, versions.repeats, versions.corrected
 
         router = WindowRouter(s, self.policy, now)
+        router.prefetch({(r.window_key, self.policy.start_of(r.event_time)) for _i, r in fresh})
         rows = []
         for i, r in fresh:
             w = router.route(r.window_key, r.event_time)

@@ -38,7 +38,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from db.models import Batch, Station, Watermark, Window
-from db.session import insert_ignore, rowcount
+from db.session import insert_ignore, rowcount, utc
 
 BACKFILL_MAX_S = 86_400
 """A batch begun longer ago than this opens no more windows as a catch-up (db.batches.BATCH_MAX_S: a batch
@@ -100,6 +100,50 @@ class WindowRouter:
         self.latest_open: dict[str, Window | None] = {}
         self.created: dict[str, int] = {}  # windows of each key created in the last hour (incl. this unit)
         self.limit: dict[str, int] = {}  # ... or, for a registered station's catch-up push, since it began
+        self.loaded: set[tuple[str, datetime]] = set()  # (key, start) read by prefetch, window or none
+        self.wm_read: set[str] = set()  # keys whose watermark prefetch read (present or not)
+
+    def prefetch(self, pairs: set[tuple[str, datetime]]) -> None:
+        """Read at once what routing reports of these (key, window start) pairs needs: each pair's latest
+        window, each key's watermark, and for keys with no window yet their window-creation allowance.
+        The same rows a report-by-report read would give, in a few statements per batch instead of about
+        eight per new key (a batch of 3,000 new station ids took 3,000 x 8 round trips)."""
+        keys = sorted({k for k, _ in pairs})
+        starts = sorted({t for _, t in pairs})
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            for w in self.s.execute(select(Window).where(Window.key.in_(chunk), Window.start.in_(starts))).scalars():
+                pair = (w.key, utc(w.start))
+                if pair in pairs and ((cur := self.current.get(pair)) is None or w.seq > cur.seq):
+                    self.current[pair] = w
+            for wm in self.s.execute(select(Watermark).where(Watermark.key.in_(chunk))).scalars():
+                self.watermarks.setdefault(wm.key, wm.event_time)
+        self.loaded |= pairs
+        self.wm_read |= set(keys)
+        fresh = sorted({k for k, t in pairs if (k, t) not in self.current} - set(self.created))
+        for i in range(0, len(fresh), 500):  # keys that will open a window: their allowance (_may_create)
+            chunk = fresh[i:i + 500]
+            began = self._backfills_since(chunk)
+            hourly = [k for k in chunk if k not in began]
+            counts = dict(self.s.execute(select(Window.key, func.count()).where(
+                Window.key.in_(hourly), Window.created_at >= self.now - timedelta(hours=1))
+                .group_by(Window.key)).tuples().all()) if hourly else {}
+            for key in hourly:
+                self.created[key] = int(counts.get(key, 0))
+                self.limit[key] = self.policy.max_new_windows_per_hour
+            # a registered station's catch-up push: counted since it began, one key at a time (rare)
+
+    def _backfills_since(self, keys: list[str]) -> dict[str, datetime]:
+        """:meth:`_backfill_since` of several keys in one statement (keys without a catch-up left out)."""
+        if self.policy.max_backfill_windows == 0 or not keys:
+            return {}
+        registered = (Station.feed == Batch.feed) & (Station.station_id == Batch.station_id)
+        rows = self.s.execute(
+            select(Batch.key, func.max(Batch.begun_at)).join(Station, registered)
+            .where(Batch.feed == self.policy.feed, Batch.key.in_(keys), Batch.ended_at.is_(None),
+                   Batch.begun_at >= self.now - timedelta(seconds=BACKFILL_MAX_S), Station.source == "operator",
+                   Station.added_at < Batch.begun_at).group_by(Batch.key)).tuples().all()
+        return {key: t for key, t in rows if t is not None}
 
     def advance(self, key: str, t: datetime) -> None:
         wm = self.watermark(key)
@@ -107,7 +151,7 @@ class WindowRouter:
             self.watermarks[key] = t
 
     def watermark(self, key: str) -> datetime | None:
-        if key not in self.watermarks:
+        if key not in self.watermarks and key not in self.wm_read:
             row = self.s.get(Watermark, key)
             if row is not None:
                 self.watermarks[key] = row.event_time
@@ -165,7 +209,7 @@ class WindowRouter:
     def _in_period(self, key: str, start: datetime) -> Window | None:
         w = self.current.get((key, start))
         if w is None or not self._has_room(w):
-            w = w if w is not None else self._load(key, start)
+            w = w if w is not None or (key, start) in self.loaded else self._load(key, start)
             while w is None or not self._has_room(w):
                 if not self._may_create(key):
                     return None
