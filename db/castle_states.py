@@ -94,11 +94,9 @@ class CastleLedger:
         """Pending reports of ``key`` not in ``skip`` (those already waiting in the state), oldest first."""
         p = PendingReport
         with self.db.read() as s:
-            rows = s.execute(select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
-                                    p.counted_in, p.arrived_in, p.event_time)
-                             .where(p.window_key == key, p.state == "pending").order_by(p.id)).all()
-        return [Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9])
-                for r in rows if r[0] not in skip]
+            rows = s.execute(select(*Candidate.columns()).where(p.window_key == key, p.state == "pending")
+                             .order_by(p.id)).all()
+        return [Candidate.of(r) for r in rows if r[0] not in skip]
 
     def write(self, s: Session, key: str, worker: str, state: dict[str, Any], version: int, now: datetime) -> None:
         """Save the state in the caller's transaction, fenced by the owner claim and by ``version``

@@ -53,6 +53,18 @@ class Candidate:
     content_seen: int | None = None  # set by the linking guard: the ledger's count of its content when read
     event_time: datetime | None = None  # for the budget blocks of differentially private counts
 
+    @staticmethod
+    def columns() -> tuple[Any, ...]:
+        """The pending pool's columns a candidate is read from, in :meth:`of`'s order."""
+        p = PendingReport
+        return (p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp, p.counted_in,
+                p.arrived_in, p.event_time)
+
+    @classmethod
+    def of(cls, r: Any) -> Candidate:
+        """The candidate of a row selected with :meth:`columns`."""
+        return cls(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9])
+
 
 @dataclass
 class StoredRelease:
@@ -114,11 +126,9 @@ class ReleaseRepository(ClaimRepository):
         p = PendingReport
         with self.db.unit() as s:  # reports carried by a window of the key that closed since the claim, too
             adopt_carried(s, window.id, window.key)
-            rows = s.execute(
-                select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data, p.content_fp,
-                       p.counted_in, p.arrived_in, p.event_time)
-                .where(p.window_id == window.id, p.state == "pending").order_by(p.id)).all()
-        return [Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9]) for r in rows]
+            rows = s.execute(select(*Candidate.columns()).where(p.window_id == window.id, p.state == "pending")
+                             .order_by(p.id)).all()
+        return [Candidate.of(r) for r in rows]
 
     def key_tallies(self, key: str) -> tuple[int, int]:
         """Duplicates and reports dropped for missing values of ``key`` that arrived while it had no open

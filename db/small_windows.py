@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from db.claims import CARRIED_STATES
+from db.claims import CARRIED_STATES, adopt_carried
 from db.models import PendingReport, Window
 from db.releases import Candidate
 from db.session import Database, rowcount, utc
@@ -120,19 +120,16 @@ def claim_small(db: Database, ids: Sequence[str], floor: int, worker: str, now: 
         for wid, _key, by, at, until, why in back:  # as they were: the one-by-one path releases them
             s.execute(update(Window).where(Window.id == wid).values(
                 state=WindowState.OPEN, claimed_by=by, claimed_at=at, lease_until=until, close_reason=why))
-        for wid, key, *_ in keep:  # what claim_window's adopt_carried does, for this window
-            closed = select(Window.id).where(Window.key == key, Window.state.in_(CARRIED_STATES))
+        for wid, key, *_ in keep:  # as claim_window does
             if carried.get(key):
-                s.execute(update(p).where(p.window_key == key, p.state == "pending", p.window_id.in_(closed))
-                          .values(window_id=wid).execution_options(synchronize_session=False))
+                adopt_carried(s, wid, key)
         mine = [k[0] for k in keep]
         cands: dict[str, list[Candidate]] = defaultdict(list)
         tallies: dict[str, tuple[int, int]] = {}
         for part in _chunks(mine):
-            for r in s.execute(select(p.id, p.fingerprint, p.person_fp, p.station_id, p.window_id, p.data,
-                                      p.content_fp, p.counted_in, p.arrived_in, p.event_time)
-                               .where(p.window_id.in_(part), p.state == "pending").order_by(p.id)).all():
-                cands[r[4]].append(Candidate(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], event_time=r[9]))
+            for r in s.execute(select(*Candidate.columns()).where(p.window_id.in_(part), p.state == "pending")
+                               .order_by(p.id)).all():
+                cands[r[4]].append(Candidate.of(r))
             for wid, dups, dropped in s.execute(select(Window.id, Window.duplicates, Window.dropped)
                                                 .where(Window.id.in_(part))).tuples():
                 tallies[wid] = (int(dups or 0), int(dropped or 0))
