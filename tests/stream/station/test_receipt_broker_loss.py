@@ -29,7 +29,10 @@ from stream.testing.scenario import Scenario
 from stream.testing.services import PostgresServer
 
 pytestmark = [pytest.mark.broker, pytest.mark.postgres, pytest.mark.slow]
-ROWS = 2 * 4000  # well above the worker's first batch (take_max 500): the pause leaves reports unread
+# Well above what a paused worker can hold unread, whatever the timing: its first batch (take_max 500), faust's
+# stream buffer (4,096 events) and one fetch per partition (1 MiB, about 4,100 reports of ~254 bytes each).
+# At 2 x 4,000 (about 1 MiB a station) one fetch could hold a whole station, and the test then failed.
+ROWS = 2 * 12_000
 
 
 def _pending(sc: Scenario) -> int:
