@@ -12,8 +12,8 @@ it lands on the same partition, in order with them), whose JSON object has the f
 reports of that station the push sent before the marker. ``push`` sends a station's begin marker
 before its first report (and waits until the broker has it), and its end marker after the station's
 last report was acknowledged. A worker reads markers before validation: they are never reports,
-never dead-lettered and never counted as reports; a message with a ``$batch`` field that is not a
-well-formed marker is logged and dropped. What the worker does with them: :mod:`db.batches`.
+never counted as reports; a message with a ``$batch`` field that is not a well-formed marker is
+dead-lettered (``malformed-marker``). What the worker does with them: :mod:`db.batches`.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ FAILURE_KINDS = ("window_tick", "pending_pool_write", "window_release", "lease_r
 DUPLICATE_KINDS = ("duplicate", "correction")
 DLQ_REASONS = ("malformed-json", "not-an-object", "missing-field", "missing-value", "invalid-value", "invalid-time",
                "implausible-time", "invalid-report-id", "invalid-station", "unknown-station", "unknown-offence",
-               "value-not-in-hierarchy", "ambiguous-date", "too-large", "internal-error")
+               "value-not-in-hierarchy", "ambiguous-date", "too-large", "malformed-marker", "internal-error")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 

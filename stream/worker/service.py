@@ -119,11 +119,11 @@ class WorkerService:
         """
         s = self.settings
         headers = self.markers.report_headers(values, headers)  # batch markers are never reports: their headers
-        values, ends = await self.markers.before(values, now)  # go too (stream/wire/markers.py)
+        values, ends, bad = await self.markers.before(values, now)  # go too (stream/wire/markers.py)
         batch = await asyncio.to_thread(screen_batch, self.validator, values, self.key, s.window_key_for,
                                         s.privacy.link_guard != "off", now, s.content_columns)
-        accepted, dead = batch.accepted, batch.dead
-        result = await persist(self.pool, self.failures, accepted, batch.rejections, now)
+        accepted, dead = batch.accepted, batch.dead + bad.dead  # bad: malformed markers, dead-lettered too
+        result = await persist(self.pool, self.failures, accepted, batch.rejections + bad.rejections, now)
         if accepted:  # a batch of markers alone puts nothing in the pool
             stop_at("stop-after-ingest", s.fault_point)
         for i, reason, message in result.refused:

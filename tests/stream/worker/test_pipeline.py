@@ -34,7 +34,8 @@ def day_run(kafka: EmbeddedBroker, pg: PostgresServer,
     good = reports["S2"][0]
     bad = [("S2", b'{"report_id": "S2-broken", "station_id": "S2", '),
            ("S2", json.dumps({k: v for k, v in good.items() if k != "offence"} | {"report_id": "S2-x1"}).encode()),
-           ("S2", json.dumps(good | {"report_id": "S2-x2", "offence": "Jaywalking on Mars"}).encode())]
+           ("S2", json.dumps(good | {"report_id": "S2-x2", "offence": "Jaywalking on Mars"}).encode()),
+           ("S2", b'{"$batch": "end", "id": "b-x", "station": "S2"}')]  # a batch marker without its rows
     # the bad records sit in the middle of S2's stream, so they share batches with good ones
     half = len(reports["S2"]) // 2
     first = {"S1": reports["S1"], "S2": reports["S2"][:half], "S3": reports["S3"]}
@@ -92,7 +93,7 @@ def test_end_to_end_releases_match_manifests(day_run: dict[str, Any]) -> None:
 def test_bad_records_dead_lettered_rest_of_batch_released(day_run: dict[str, Any]) -> None:
     dlq, acc = day_run["dlq"], day_run["acc1"]
     reasons = Counter(d["reason"] for d in dlq)
-    assert reasons == {"malformed-json": 1, "missing-field": 1, "unknown-offence": 1}
+    assert reasons == {"malformed-json": 1, "missing-field": 1, "unknown-offence": 1, "malformed-marker": 1}
     for d in dlq:
         assert d["message"] and "\n" not in d["message"]
         assert d["payload"] in {raw.decode() for _, raw in day_run["bad"]}
@@ -101,7 +102,7 @@ def test_bad_records_dead_lettered_rest_of_batch_released(day_run: dict[str, Any
     s2 = [(m, r) for m, r in day_run["releases1"] if "S2" in m["stations"]]
     s2_out = sum(m["counts"]["released"] + m["counts"]["suppressed"] for m, _ in s2)
     assert s2_out == len(day_run["reports"]["S2"])
-    assert acc["dlq"] == 3
+    assert acc["dlq"] == 4
 
 
 def test_resubmitted_report_not_released_twice(day_run: dict[str, Any]) -> None:
