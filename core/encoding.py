@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -15,9 +16,10 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from core.codes import carried
 from core.errors import InputDataError, SpecError, preview
 from core.hierarchies import EncodedQI, Hierarchy, build_hierarchy
-from core.hierarchies.base import factorize, stripped
+from core.hierarchies.base import UnknownPolicy, factorize, stripped
 from core.schema import DatasetSpec
 
 
@@ -149,14 +151,14 @@ def encode(frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
         raise InputDataError("input is empty: no rows to anonymize", reason="empty-input")
     check_columns(frame, spec)
     used = frame[spec.used_columns()]
-    qis = tuple(schema.hierarchies[q.name].encode(used[q.name], spec.unknown) for q in spec.qi)
+    qis = tuple(_encode_qi(schema.hierarchies[q.name], frame, q.name, spec.unknown) for q in spec.qi)
     weights = np.array(spec.weights, dtype=np.float64)
     s_codes = s_labels = severity = None
     if spec.sensitive is not None:
         col = used[spec.sensitive.name]
         if col.isna().any():
             raise InputDataError(f"sensitive column '{spec.sensitive.name}' has missing values", reason="missing-field")
-        raw, distinct = factorize(col)  # strip and sort the distinct values only
+        raw, distinct = _factorized(frame, spec.sensitive.name)  # strip and sort the distinct values only
         labels_of, uniq = pd.factorize(stripped(distinct), sort=True)
         s_codes, s_labels = labels_of.astype(np.int32)[raw], np.asarray(uniq, dtype=object)
         table = spec.sensitive.severity
@@ -171,6 +173,27 @@ def encode(frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
             severity = np.array([table.get(v, default) for v in s_labels], dtype=np.float64)
     return EncodedBatch(schema=schema, frame=used, qis=qis, weights=weights, sensitive_codes=s_codes,
                         sensitive_labels=s_labels, severity=severity)
+
+
+def _factorized(frame: pd.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`core.hierarchies.base.factorize` of a column, from the codes the frame carries if any."""
+    got = carried(frame, name)
+    if got is None:
+        return factorize(frame[name])
+    if not got.missing:
+        return got.codes.astype(np.int64, copy=False), got.uniques
+    return np.where(got.codes < 0, got.size, got.codes), np.append(got.uniques, np.array([np.nan], dtype=object))
+
+
+def _encode_qi(hierarchy: Hierarchy, frame: pd.DataFrame, name: str, unknown: UnknownPolicy) -> EncodedQI:
+    """``hierarchy.encode(frame[name])``; with the column's codes carried, the hierarchy encodes its distinct
+    values only (in order of first appearance, as it would factorize the column) and the rows take theirs."""
+    got = carried(frame, name)
+    if got is None:
+        return hierarchy.encode(frame[name], unknown)
+    rows, distinct = _factorized(frame, name)
+    encoded = hierarchy.encode(pd.Series(distinct, dtype=object), unknown)
+    return dataclasses.replace(encoded, codes=encoded.codes[rows], _up_cache={})
 
 
 class EncodingCache:

@@ -61,9 +61,9 @@ class Interpreter(ABC):
     def label_meaning(self) -> str:
         return f"'{self.name}' as released: a value of its hierarchy ({self.qi.hierarchy.kind}); * = any value"
 
-    def frame(self, labels: pd.Series) -> pd.DataFrame:
-        """The typed columns for a column of labels (same index)."""
-        codes, texts = label_codes(labels)
+    def frame(self, labels: pd.Series, coded: tuple[np.ndarray, list[str]] | None = None) -> pd.DataFrame:
+        """The typed columns for a column of labels (same index); ``coded``: its :func:`label_codes`, if known."""
+        codes, texts = coded if coded is not None else label_codes(labels)
         table = [self.values(u) for u in texts]
         out = {}
         for j, col in enumerate(self.columns()):  # typed once per distinct label, then taken

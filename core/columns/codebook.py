@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, carried
 from core.columns.base import label_codes
 from core.columns.interpret import Interpreter
 from core.columns.rollup import grid_of
@@ -53,9 +54,10 @@ def spec_version(spec: DatasetSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def level_shares(interp: Interpreter, labels: pd.Series) -> list[dict[str, Any]]:
-    """Rows and share of the released rows at each level of one QI (levels with no rows left out)."""
-    codes, texts = label_codes(labels)
+def level_shares(interp: Interpreter, labels: pd.Series, coded: Codes | None = None) -> list[dict[str, Any]]:
+    """Rows and share of the released rows at each level of one QI (levels with no rows left out);
+    ``coded``: the labels' codes, if known (text, none missing)."""
+    codes, texts = (coded.codes, list(coded.uniques)) if coded is not None and coded.clean else label_codes(labels)
     counts = np.bincount(codes, minlength=len(texts))
     names = interp.levels()
     tally: dict[Any, int] = {}
@@ -83,7 +85,8 @@ def build_codebook(schema: Schema, published: pd.DataFrame, *, suppressed: int,
         qis[interp.name] = {
             "type": interp.qi.type.value, "hierarchy": interp.qi.hierarchy.kind, "levels": interp.levels(),
             "columns": [interp.name, *(c.name for c in interp.columns())],
-            "shares": level_shares(interp, published[interp.name]) if len(published) else [],
+            "shares": level_shares(interp, published[interp.name], carried(published, interp.name))
+            if len(published) else [],
             "grid": grid_of(interp),
         }
     all_top = int(published["suppressed"].sum()) if "suppressed" in published and len(published) else 0

@@ -82,9 +82,16 @@ def level_index(grid: dict[str, Any], level: int | str) -> int:
     return i
 
 
-def roll_up(labels: pd.Series, grid: dict[str, Any], level: int) -> pd.Series:
-    """Each label's node at ``level`` (same index; None when the label is coarser than the level)."""
-    codes, uniq = pd.factorize(labels.astype(object))  # work once per distinct label; missing: code -1
+def roll_up(labels: pd.Series, grid: dict[str, Any], level: int,
+            coded: tuple[np.ndarray, list[Any]] | None = None) -> pd.Series:
+    """Each label's node at ``level`` (same index; None when the label is coarser than the level).
+
+    ``coded``: each row's code (-1: missing) into a list of labels (which may repeat one), when known:
+    the labels are then those, not ``labels`` (whose index the result takes)."""
+    if coded is not None:
+        codes, uniq = coded
+    else:
+        codes, uniq = pd.factorize(labels.astype(object))  # work once per distinct label; missing: code -1
     top = len(grid["levels"]) - 1
     node = _NODE[grid["kind"]]
     if grid["kind"] == "table":

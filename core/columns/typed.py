@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, TableCodes, attach, carried
 from core.columns.base import label_codes
 from core.columns.dates import EVENT_DATES, event_date_columns
 from core.columns.interpret import Column, Interpreter, interpreter
@@ -68,14 +69,22 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
     spec = schema.spec
     parts: list[pd.DataFrame | pd.Series] = []
     top = pd.Series(True, index=rows.index)
+    carry: dict[str, Codes] = {}  # the table carries the codes of its labels and of the columns passed on
     for interp in interpreters(schema):
-        codes, texts = label_codes(rows[interp.name])
+        got = carried(rows, interp.name)
+        if got is not None and got.clean:  # label_codes of text labels: their codes, as the rows carry them
+            codes, texts = got.codes, list(got.uniques)
+            carry[interp.name] = got
+        else:
+            codes, texts = label_codes(rows[interp.name])
         labels = pd.Series(np.asarray(texts, dtype=object)[codes], index=rows.index, name=interp.name)
         parts.append(labels)
-        parts.append(interp.frame(labels))
+        parts.append(interp.frame(labels, (codes, texts)))
         top &= np.asarray([t == TOP for t in texts], dtype=bool)[codes]
     for col in ([spec.sensitive.name] if spec.sensitive else []) + list(spec.passthrough):
         parts.append(rows[col].rename(col))
+        if (got := carried(rows, col)) is not None:
+            carry[col] = got
     parts.append(top.astype("boolean").rename(SUPPRESSED.name))
     for name, value in context.items():
         dtype = "string"  # ISO days and keys: every context column is text
@@ -89,4 +98,5 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
     if not series:
         return pd.DataFrame(index=rows.index)[expected]
     # the columns side by side, in the published order: no copy into one block, no copy to reorder
-    return pd.concat([series[name] for name in expected], axis=1, copy=False)
+    table = pd.concat([series[name] for name in expected], axis=1, copy=False)
+    return attach(table, TableCodes(table.index, carry)) if carry and table.index.equals(rows.index) else table

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, carried
 from core.columns.rollup import grid_of, level_index, roll_up
 from core.columns.typed import interpreters
 from core.encoding import Schema
@@ -41,10 +42,13 @@ def _counts(values: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in sorted(vc.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
-def _distinct(values: pd.Series) -> tuple[pd.Series, np.ndarray, int]:
+def _distinct(values: pd.Series, coded: Codes | None = None) -> tuple[pd.Series, np.ndarray, int]:
     """A column's distinct labels, the rows holding each, and the rows missing (a column is factorized
-    once; every level then works on its few distinct labels)."""
-    codes, uniq = pd.factorize(values.astype(object))
+    once, or its ``coded`` codes taken; every level then works on its few distinct labels)."""
+    if coded is not None and values.dtype == object:  # astype(object) keeps it: the same codes
+        codes, uniq = coded.codes, coded.uniques
+    else:
+        codes, uniq = pd.factorize(values.astype(object))
     return pd.Series(uniq, dtype=object), np.bincount(codes[codes >= 0], minlength=len(uniq)), int((codes < 0).sum())
 
 
@@ -71,15 +75,27 @@ def tvd(original: dict[str, int], released: dict[str, int]) -> float | None:
     return 0.5 * sum(abs(original.get(c, 0) / n - released.get(c, 0) / m) for c in keys)
 
 
-def _original_distinct(schema: Schema, name: str, values: pd.Series) -> tuple[pd.Series, np.ndarray, int]:
-    """:func:`_distinct` of :func:`_original_labels`, straight from the hierarchy's codes."""
+def _original_distinct(schema: Schema, name: str, values: pd.Series,
+                       coded: Codes | None = None) -> tuple[pd.Series, np.ndarray, int]:
+    """:func:`_distinct` of :func:`_original_labels`, straight from the hierarchy's codes (with the column's
+    ``coded`` codes, the hierarchy encodes its distinct values only, each counted by its rows)."""
+    if coded is not None and not coded.missing:
+        enc = schema.hierarchies[name].encode(pd.Series(coded.uniques, dtype=object), unknown="top")
+        rows = np.bincount(np.asarray(enc.codes), weights=np.bincount(coded.codes, minlength=coded.size),
+                           minlength=len(enc.labels[0]))
+        return pd.Series(enc.labels[0], dtype=object), rows.astype(np.int64), 0
     enc = schema.hierarchies[name].encode(values, unknown="top")
     labels = pd.Series(enc.labels[0], dtype=object)
     return labels, np.bincount(np.asarray(enc.codes), minlength=len(labels)), 0
 
 
-def _original_labels(schema: Schema, name: str, values: pd.Series) -> pd.Series:
-    """The original values of a QI as level-0 labels (numbers and days as the hierarchy writes them)."""
+def _original_labels(schema: Schema, name: str, values: pd.Series,
+                     coded: Codes | None = None) -> tuple[np.ndarray, list[object]] | pd.Series:
+    """The original values of a QI as level-0 labels (numbers and days as the hierarchy writes them); with
+    the column's ``coded`` codes, as (each row's code, each code's label) for :func:`roll_up`."""
+    if coded is not None and not coded.missing:
+        enc = schema.hierarchies[name].encode(pd.Series(coded.uniques, dtype=object), unknown="top")
+        return coded.codes, list(enc.labels[0][enc.codes])
     enc = schema.hierarchies[name].encode(values, unknown="top")
     return pd.Series(enc.labels[0][enc.codes], index=values.index, dtype=object)
 
@@ -114,10 +130,12 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
     suppressed = int((~original.index.isin(released.index)).sum())
     base = original.loc[original.index.isin(released.index)] if public else original
     n = len(base)
-    grids = {i.name: grid_of(i, original[i.name], max_rows=None) for i in interpreters(schema)}
+    whole = base is original  # the input's codes describe its rows (a public report keeps the released ones)
+    grids = {i.name: grid_of(i, _values_of(original, i.name), max_rows=None) for i in interpreters(schema)}
     qis: dict[str, Any] = {}
     for name, grid in grids.items():
-        orig0, rel = _original_distinct(schema, name, base[name]), _distinct(released[name])
+        orig0 = _original_distinct(schema, name, base[name], carried(original, name) if whole else None)
+        rel = _distinct(released[name], carried(released, name))
         levels = []
         for lvl, lname in enumerate(grid["levels"][:-1]):
             o, _ = _rolled(orig0, grid, lvl)
@@ -138,6 +156,13 @@ def utility_report(schema: Schema, original: pd.DataFrame, released: pd.DataFram
                                                "tvd": tvd(o, r)})
     report["crosstab"] = crosstab(schema, base, released, grids, k=k, public=public)
     return report
+
+
+def _values_of(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A column's values for :func:`grid_of`, which reads their range and widest text only: its distinct
+    values when the frame carries its codes (and none is missing), else the column."""
+    got = carried(frame, name)
+    return pd.Series(got.uniques, dtype=object) if got is not None and not got.missing else frame[name]
 
 
 def publishable_utility(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, k: int) -> dict[str, Any]:
@@ -171,8 +196,14 @@ def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, gri
             orig.append(original[col].astype(str))
             rel.append(released[col].astype(str))
         else:
-            orig.append(roll_up(_original_labels(schema, col, original[col]), grids[col], lvl))
-            rel.append(roll_up(released[col], grids[col], lvl))
+            labels = _original_labels(schema, col, original[col], carried(original, col))
+            if isinstance(labels, tuple):
+                orig.append(roll_up(original[col], grids[col], lvl, coded=labels))
+            else:
+                orig.append(roll_up(labels, grids[col], lvl))
+            got = carried(released, col)
+            rel.append(roll_up(released[col], grids[col], lvl,
+                               coded=(got.codes, list(got.uniques)) if got is not None else None))
     o = pd.DataFrame({"a": orig[0], "b": orig[1]}).dropna().value_counts()
     r = pd.DataFrame({"a": rel[0], "b": rel[1]}).dropna().value_counts()
     table = pd.concat([o.rename("original"), r.rename("released")], axis=1).fillna(0).astype(int)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-_MAX_KEY = 2**62
+from core.codes import class_key, codes_of
 
 
 def class_index(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -16,19 +16,7 @@ def class_index(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, np
     n = len(frame)
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    key = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for col in columns:
-        codes, uniq = pd.factorize(frame[col], use_na_sentinel=True)
-        size = max(len(uniq), 1)
-        if (codes < 0).any():  # missing values: one more value of their own
-            codes, size = np.where(codes < 0, len(uniq), codes), len(uniq) + 1
-        if radix * size >= _MAX_KEY:  # compress the key so far before it overflows
-            key = pd.factorize(key)[0].astype(np.int64)
-            radix = int(key.max()) + 1
-        key += codes.astype(np.int64) * radix
-        radix *= size
-    cls = pd.factorize(key)[0].astype(np.int64)
+    cls = class_key(((c.codes, c.size) for c in (codes_of(frame, col) for col in columns)), n)  # carried, if any
     return cls, np.bincount(cls).astype(np.int64)
 
 
@@ -44,7 +32,9 @@ def qi_analysis(frame: pd.DataFrame, columns: list[str]) -> list[dict[str, float
     n = len(frame)
     out: list[dict[str, float | str]] = []
     for col in columns:
-        counts = frame[col].value_counts(dropna=False).to_numpy(dtype=np.float64)
+        got = codes_of(frame, col)  # the rows per distinct value (missing: one value), in any order
+        counts = np.bincount(np.where(got.codes < 0, got.size, got.codes)).astype(np.float64)
+        counts = counts[counts > 0]
         pairs = n * (n - 1.0)
         out.append({"name": col, "distinction": float(len(counts) / n) if n else 0.0,
                     "separation": float(1.0 - (counts * (counts - 1.0)).sum() / pairs) if pairs else 0.0})

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.codes import carried
 from core.risk.attribute import attribute_disclosure
 from core.risk.classes import class_index, qi_analysis
 from core.risk.population import uniqueness
@@ -145,9 +146,15 @@ def risk_profile(released: pd.DataFrame, qi: list[str], *, original: pd.DataFram
     input_sizes = sizes if original is None else class_index(original, qi)[1]
     attr = None
     if sensitive is not None and sensitive in released.columns and len(released):
-        values = released[sensitive]
-        sev = None if severity is None else values.astype(str).map(severity).fillna(0.0).to_numpy(np.float64)
-        attr = attribute_disclosure(cls, sizes, values.to_numpy(), sev, severe_at)
+        got = carried(released, sensitive)
+        if got is not None and got.clean:  # each distinct value looked up once; its code stands for it
+            sev = (None if severity is None else
+                   pd.Series(got.uniques, dtype=object).map(severity).fillna(0.0).to_numpy(np.float64)[got.codes])
+            attr = attribute_disclosure(cls, sizes, got.codes, sev, severe_at)
+        else:
+            values = released[sensitive]
+            sev = None if severity is None else values.astype(str).map(severity).fillna(0.0).to_numpy(np.float64)
+            attr = attribute_disclosure(cls, sizes, values.to_numpy(), sev, severe_at)
     return RiskProfile(
         records=len(released), classes=len(sizes), threshold=threshold, sampling_fraction=pi, population=big_n,
         prosecutor=RecordRisk(**pros), journalist=RecordRisk(**jour), marketer=marketer(sizes, pop_sizes),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, carried
 from core.encoding import Schema
 from core.engines.base import Release
 from core.privacy.check import contingency
@@ -48,9 +49,16 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
     for col in kept:
         if not (orig[col].astype(str).to_numpy() == rows[col].astype(str).to_numpy()).all():
             failures.append(f"column '{col}' was altered; it must pass through unchanged")
+    where: np.ndarray | None = None
     for name in schema.qi_names:
         hier = schema.hierarchies[name]
-        bad = [(v, g) for v, g in _distinct_pairs(orig[name], rows[name]) if not hier.covers(g, v)]
+        values, labels = carried(original, name), carried(rows, name)
+        if values is not None and labels is not None and values.clean and labels.clean and original.index.is_unique:
+            where = original.index.get_indexer(rows.index) if where is None else where
+            pairs = _code_pairs(values.codes[where], values.uniques, labels)
+        else:
+            pairs = _distinct_pairs(orig[name], rows[name])
+        bad = [(v, g) for v, g in pairs if not hier.covers(g, v)]
         if bad:
             failures.append(f"QI '{name}': {len(bad)} label(s) do not generalize the original value, "
                             f"e.g. {bad[0][1]!r}")
@@ -59,9 +67,15 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
 def _distinct_pairs(values: pd.Series, labels: pd.Series) -> list[tuple[str, str]]:
     """The distinct (original value, released label) pairs, as text, in order of first appearance."""
     v_codes, v_uniq = pd.factorize(values.astype(str).to_numpy())
-    g_codes, g_uniq = pd.factorize(labels.astype(str).to_numpy())
-    keys = pd.unique(v_codes.astype(np.int64) * max(len(g_uniq), 1) + g_codes)
-    return [(str(v_uniq[k // max(len(g_uniq), 1)]), str(g_uniq[k % max(len(g_uniq), 1)])) for k in keys]
+    return _code_pairs(v_codes, v_uniq, Codes.of(labels.astype(str).to_numpy()))
+
+
+def _code_pairs(v_codes: np.ndarray, v_uniq: np.ndarray, labels: Codes) -> list[tuple[str, str]]:
+    """:func:`_distinct_pairs` from each row's code into its distinct original values (``v_uniq``, text)
+    and the labels' codes (clean text); any numbering of the values gives the same pairs in the same order."""
+    g_uniq, width = labels.uniques, max(labels.size, 1)
+    keys = pd.unique(v_codes.astype(np.int64) * width + labels.codes)
+    return [(str(v_uniq[k // width]), str(g_uniq[k % width])) for k in keys]
 
 
 def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
@@ -73,13 +87,16 @@ def verify_classes(original: pd.DataFrame, release: Release, schema: Schema,
     rows = release.rows
     rep = VerificationReport(ok=False, mode="classes", released=len(rows), suppressed=len(release.suppressed))
     if len(rows):
-        cls, sizes = class_index(rows[schema.qi_names].astype(str), schema.qi_names)  # classes by first appearance
+        clean = all((c := carried(rows, q)) is not None and c.clean for q in schema.qi_names)  # astype(str): as is
+        cls, sizes = class_index(rows if clean else rows[schema.qi_names].astype(str), schema.qi_names)
         rep.k = int(sizes.min())
         if rep.k < req.k:
             failures.append(f"smallest class has {rep.k} rows, requirement k={req.k}")
         check_risk(rep, req, len(sizes) / len(rows), failures)
         if schema.sensitive is not None:
-            sens = pd.factorize(rows[schema.sensitive].astype(str), sort=True)[0]
+            got = carried(rows, schema.sensitive)
+            sens = (got.sorted_codes() if got is not None and got.clean
+                    else pd.factorize(rows[schema.sensitive].astype(str), sort=True)[0])
             counts = contingency(cls, sens)
             rep.l_distinct = int(distinct_l(counts).min())
             rep.l_entropy = float(entropy_l(counts).min())

@@ -138,6 +138,8 @@ def text_ranks(rows: pd.DataFrame) -> Any:
     import numpy as np
     import pandas as pd
 
+    from core.codes import carried
+
     if not len(rows):
         return np.zeros(0, dtype=np.int64)
     ranks, size = np.zeros(len(rows), dtype=np.int64), 1  # rank of each row's texts so far, and how many
@@ -145,7 +147,8 @@ def text_ranks(rows: pd.DataFrame) -> Any:
         if size == len(rows):  # every row's text already differs: later columns cannot reorder them
             break
         column = rows[col]
-        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        got = carried(rows, col)  # the table's codes of the column, if it carries them (any numbering ranks alike)
+        codes, uniques = (got.codes, got.uniques) if got is not None else pd.factorize(column, use_na_sentinel=True)
         text = column.dtype == object and len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string"
         if column.dtype == object and len(uniques) and not text:
             keys = json_keys(rows).tolist()

@@ -85,6 +85,7 @@ def anonymize_table(frame: pd.DataFrame, spec: Schema, engine: Engine, params: E
     ``clock`` records the stages (read ends with encoding; the caller laps ``write``)."""
     import numpy as np
 
+    from core.codes import TableCodes, attach
     from core.columns import build_codebook, typed_columns
     from core.encoding import encode
     from core.engines.base import no_progress
@@ -106,12 +107,16 @@ def anonymize_table(frame: pd.DataFrame, spec: Schema, engine: Engine, params: E
     dropped = int(frame.attrs.get("dropped_missing", 0))
     history = batch_order.history_before(ledger, spec, frame, tell)
     frame = batch_order.without_released(frame, history, tell)
+    used = spec.spec.used_columns()
+    attach(frame, TableCodes.of(frame, used))  # each input column factorized once (the reader's codes kept)
     batch = encode(frame, spec)
     clock.lap("read")
     warm_s = warm_up(engine, batch, params)  # load or compile kernels before the engine's clock starts
     clock.lap("warm_up", peak=False)
     release = engine.anonymize(batch, params, np.random.default_rng(opts.seed), progress or no_progress)
     runtime = clock.lap("engine", peak=False)
+    rows = release.rows  # each released column factorized once, for the verifier, risk and typed table
+    attach(rows, TableCodes.of(rows, [c for c in used if c in rows.columns]))
     n_rows = len(frame)
     del batch  # each stage frees what no later stage reads (docs/performance.md, "Memory")
     clock.peaks["engine"] = peak_mib()

@@ -17,24 +17,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, carried, class_key
+
 _DISTINCT_SHARE = 0.5  # above this share of distinct rows, formatting them all is as cheap
 _CHUNK = 10_000  # lines per write (and per joined block): 10k lines keep the writer within ~10 MiB
 
 
 def row_ids(frame: pd.DataFrame, columns: list[str] | None = None) -> np.ndarray:
     """Per row, the id (0..m-1, by first appearance) of its distinct row over ``columns`` (default:
-    all, by position); missing values are equal."""
-    ids = np.zeros(len(frame), dtype=np.int64)
-    for col in range(frame.shape[1]) if columns is None else columns:
-        codes, size = value_codes(frame.iloc[:, col] if columns is None else frame[col])
-        ids = pd.factorize(ids * (size + 1) + (codes + 1))[0].astype(np.int64)
-    return ids
+    all, by position); missing values are equal. Codes the frame carries are used (:mod:`core.codes`)."""
+    names = list(frame.columns) if columns is None else columns
+    if columns is None and len(set(names)) < len(names):  # a name twice: by position, never carried
+        return class_key((value_codes(frame.iloc[:, j]) for j in range(frame.shape[1])), len(frame))
+    return class_key((_column_codes(frame, col) for col in names), len(frame))
 
 
-def value_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+def _column_codes(frame: pd.DataFrame, col: str) -> tuple[np.ndarray, int]:
+    """:func:`value_codes` of ``frame[col]``, from the codes the frame carries when they are the same."""
+    got = carried(frame, col)
+    if got is not None and (got.text or not got.size or frame[col].dtype != object):
+        return got.codes, got.size
+    return value_codes(frame[col])
+
+
+def value_codes(column: pd.Series, coded: Codes | None = None) -> tuple[np.ndarray, int]:
     """Codes of a column's distinct values (-1: missing) and how many there are; values of an object
-    column that hash alike but are written differently (1, 1.0, True) get different codes."""
-    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    column that hash alike but are written differently (1, 1.0, True) get different codes. ``coded``: the
+    column's :class:`core.codes.Codes`, if known."""
+    codes, uniques = (coded.codes, coded.uniques) if coded is not None else pd.factorize(column, use_na_sentinel=True)
     if column.dtype == object and len(uniques) and not _all_text(uniques):
         typed = [None if v is None or v is pd.NA or v != v else (type(v), v) for v in column.to_numpy()]
         codes, uniques = pd.factorize(pd.Series(typed, dtype=object), use_na_sentinel=True)
@@ -64,7 +74,7 @@ def write_csv(frame: pd.DataFrame, path: str | Path, ids: np.ndarray | None = No
         heads, seq = prepare(frame), (np.arange(len(frame)) if order is None else order)
     import pyarrow as pa
 
-    columns = [_cells(heads[col]) for col in heads.columns]
+    columns = [_cells(heads[col], carried(heads, col)) for col in heads.columns]  # codes carried, if any
     if any(c is None for c in columns):  # a text cell holds a line break
         _whole(frame, path, prepare, order)
         return
@@ -103,17 +113,17 @@ def _lines(columns: list[Any], positions: np.ndarray, end: str) -> Any:
     return pa.concat_arrays(parts) if parts else pa.array([], pa.large_string())
 
 
-def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
+def _cells(values: pd.Series, coded: Codes | None = None) -> tuple[np.ndarray, Any] | None:
     """A column's cells as pandas writes them: per row the code (0..m, m: missing, written empty) of its
     distinct value, and those values' CSV texts (a pyarrow array, the empty text last); None if a
     text value holds a line break.
 
     Text columns whose values need no quoting are their own texts; others are formatted once per
     distinct value by pandas itself (beside a constant column, so an empty text is not quoted as a
-    lone field)."""
+    lone field). ``coded``: the column's :class:`core.codes.Codes`, if known."""
     import pyarrow as pa
 
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    codes, uniques = (coded.codes, coded.uniques) if coded is not None else pd.factorize(values, use_na_sentinel=True)
     text_only = values.dtype == object and _all_text(uniques)
     if text_only or values.dtype == object or isinstance(values.dtype, pd.StringDtype):
         joined = "".join(uniques) if text_only else "".join(map(str, uniques))
@@ -122,7 +132,7 @@ def _cells(values: pd.Series) -> tuple[np.ndarray, Any] | None:
     if text_only and not _needs_quotes(joined):
         text = list(uniques)
     else:
-        codes, _ = value_codes(values)
+        codes, _ = value_codes(values, coded)
         present, where = np.unique(codes, return_index=True)
         reps = values.iloc[where[present >= 0]].reset_index(drop=True)  # one row per distinct value
         probe = pd.DataFrame({"v": reps, "z": 0})

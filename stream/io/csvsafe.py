@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.codes import Codes, TableCodes, attach, carried
+
 DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -41,16 +43,24 @@ def neutralize_frame(frame: pd.DataFrame, raw_columns: Iterable[str] = ()) -> pd
     """A copy of ``frame`` whose text cells are neutralized, except in ``raw_columns`` and numeric columns."""
     out = frame.copy(deep=False)  # columns are replaced, never written into
     keep = set(raw_columns)
+    carry = {}  # the codes the frame carries, of the columns left as they were (core.codes)
     for col in out.columns:
-        if col in keep or pd.api.types.is_numeric_dtype(out[col]):
-            continue
-        out[col] = _neutralize_column(out[col])
-    return out
+        got = carried(frame, col)
+        if not (col in keep or pd.api.types.is_numeric_dtype(out[col])):
+            column = out[col]
+            fixed = _neutralize_column(column, got)
+            if fixed is not column:  # changed: its codes may no longer name distinct texts
+                out[col] = fixed
+                continue
+        if got is not None:
+            carry[col] = got
+    return attach(out, TableCodes(out.index, carry)) if carry and frame.columns.is_unique else out
 
 
-def _neutralize_column(values: pd.Series) -> pd.Series:
-    """``values`` neutralized, deciding once per distinct value (a column holds few distinct labels)."""
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+def _neutralize_column(values: pd.Series, coded: Codes | None = None) -> pd.Series:
+    """``values`` neutralized, deciding once per distinct value (a column holds few distinct labels);
+    ``coded``: the column's :class:`core.codes.Codes`, if known. Returns ``values`` itself if unchanged."""
+    codes, uniques = (coded.codes, coded.uniques) if coded is not None else pd.factorize(values, use_na_sentinel=True)
     if len(uniques) and pd.api.types.infer_dtype(uniques, skipna=False) == "string":  # text only: test the prefix
         import pyarrow as pa
         import pyarrow.compute as pc

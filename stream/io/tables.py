@@ -19,6 +19,7 @@ import pandas as pd
 
 from core import contract
 from core.checks import value_problems
+from core.codes import Codes, TableCodes, attach, codes_of
 from core.encoding import Schema
 from core.errors import InputDataError, preview
 from core.hierarchies import DateHierarchy
@@ -44,35 +45,56 @@ def line_numbers(frame: pd.DataFrame, positions: object) -> list[int]:
 
 
 def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = None) -> pd.DataFrame:
-    """Read a table as the spec's ``[input]`` section says and apply the input contract."""
+    """Read a table as the spec's ``[input]`` section says and apply the input contract.
+
+    Each used column (and each declared date column) is factorized once; the frame carries those codes
+    (:func:`core.codes.attach`) for the steps after it (encoding, verifier, risk, utility report)."""
     fmt = spec.input
     df = read_table(path, fmt.separator, fmt.columns, fmt.encoding)
     used = [c for c in spec.used_columns() if c in df.columns]
+    dates = [c for c in spec.input.dates if c in df.columns and c not in used]
+    codes = {c: Codes.of(df[c]) for c in [*used, *dates]}
     policy = fmt.missing_policy
-    gone = pd.DataFrame({c: contract.missing_mask(df[c], fmt.missing) for c in used}, index=df.index)
+    gone = {c: _missing(codes[c], fmt.missing) for c in used}  # judged once per distinct value
     for c in used:
-        mask = gone[c].to_numpy()
+        mask = gone[c]
         if mask.any():
-            df.loc[mask, c] = fmt.missing_label if policy == "leaf" else pd.NA
+            label = fmt.missing_label if policy == "leaf" else pd.NA
+            df.loc[mask, c] = label
+            if policy == "leaf":  # the label is a value of the column now
+                codes[c] = Codes.renumbered(np.where(mask, codes[c].size, codes[c].codes),
+                                            np.append(codes[c].uniques, np.array([label], dtype=object)))
+            else:
+                codes[c] = Codes(np.where(mask, -1, codes[c].codes), codes[c].uniques)
     dropped = 0
+    any_gone = np.zeros(len(df), dtype=bool)
+    for mask in gone.values():
+        any_gone |= mask
     if policy == "drop":
-        keep = ~gone.any(axis=1).to_numpy()
+        keep = ~any_gone
         dropped = int((~keep).sum())
         if dropped:
             log.info("dropped %d of %d rows with missing values (on_missing = drop)", dropped, len(df))
             df = df[keep]
+            codes = {c: v.take(keep.nonzero()[0]) for c, v in codes.items()}
         if df.empty:
             raise InputDataError(f"input is empty after dropping rows with missing values: {path}",
                                  reason="empty-input")
-    elif policy == "error" and gone.to_numpy().any():
-        col = gone.any().idxmax()
-        lines = line_numbers(df, (gone[col].to_numpy()).nonzero()[0])
+    elif policy == "error" and any_gone.any():
+        col = next(c for c in used if gone[c].any())
+        lines = line_numbers(df, gone[col].nonzero()[0])
         raise InputDataError(f"column '{col}' has {len(lines)} missing value(s), line(s) {preview(lines)}; "
                              f"set on_missing = \"drop\" or \"leaf\" in the spec's [input]", reason="missing-field")
     df.attrs["dropped_missing"] = dropped
+    attach(df, TableCodes(df.index, codes))  # each one as Codes.of(df[c]) would give it
     if schema is not None:
         check_values(df, schema)
     return df
+
+
+def _missing(codes: Codes, tokens: tuple[str, ...]) -> np.ndarray:
+    """:func:`core.contract.missing_mask` of the column, from its codes (each distinct value judged once)."""
+    return np.append(contract.missing_mask(pd.Series(codes.uniques, dtype=object), tokens), True)[codes.codes]
 
 
 def check_values(df: pd.DataFrame, schema: Schema) -> None:
@@ -84,8 +106,8 @@ def check_values(df: pd.DataFrame, schema: Schema) -> None:
         if name not in df.columns:
             continue
         col = df[name]
-        codes, uniques = pd.factorize(col, use_na_sentinel=False)  # each distinct value is judged once
-        distinct = pd.Series(uniques)
+        got = codes_of(df, name)  # each distinct value is judged once; a missing one is never refused
+        codes, distinct = np.where(got.codes < 0, got.size, got.codes), pd.Series([*got.uniques, None], dtype=object)
         problems = value_problems(hierarchy, distinct)  # type: ignore[arg-type]
         problems[contract.missing_mask(distinct, spec.input.missing)] = ""
         for reason, wording in _WORDING.items():
