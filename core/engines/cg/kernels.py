@@ -166,6 +166,92 @@ def segment(order, kmin, cap, lam, mode, lmin, ase_rule, ltarget, skip_cost, lm_
 
 
 @njit(cache=True, nogil=True)
+def segment_table(order, kmin, cap, mode, lmin, ase_rule, ltarget, pr_scale, kind, x, span, g, height, cost_flat,
+                  cost_off, w, sens, sev, m):  # pragma: no cover - numba
+    """The classes :func:`segment` may form along ``order``, for every value of its ``lam``.
+
+    For each start position i and size kmin + j (up to cap): ``ok[i, j]`` whether ``order[i:i + size]``
+    is a valid class, ``il[i, j]`` its loss per tuple and ``pr[i, j]`` its privacy term, computed
+    exactly as :func:`segment` computes them (same operations, same order), so
+    :func:`segment_with` returns :func:`segment`'s split to the last bit.
+    """
+    n = len(order)
+    d = len(kind)
+    width = cap - kmin + 1
+    ok = np.zeros((n, width), np.bool_)
+    il_t = np.zeros((n, width))
+    pr_t = np.zeros((n, width))
+    mn = np.empty(d)
+    mx = np.empty(d)
+    lv = np.zeros(d, np.int64)
+    cnt = np.zeros(m, np.int64)
+    stamp = np.full(m, -1, np.int64)
+    for i in range(n):
+        ref = order[i]
+        _start(kind, x, mn, mx, lv, ref)
+        sum_s = 0.0
+        qv = 0.0
+        distinct = 0
+        for size in range(1, min(cap, n - i) + 1):
+            t = order[i + size - 1]
+            if size > 1:
+                _absorb(kind, x, g, height, mn, mx, lv, ref, t)
+            v = sens[t]
+            if stamp[v] != i:
+                stamp[v] = i
+                cnt[v] = 0
+            if cnt[v] == 0:
+                distinct += 1
+            qv += sev[t] * (2 * cnt[v] + 1)
+            cnt[v] += 1
+            sum_s += sev[t]
+            if size < kmin:
+                continue
+            if mode == 1 and not diverse_ok(distinct, sum_s, size, lmin, ase_rule, ltarget):
+                continue
+            ok[i, size - kmin] = True
+            il_t[i, size - kmin] = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, ref)
+            pr_t[i, size - kmin] = class_term(mode, size, sum_s, qv, cap, pr_scale)
+    return ok, il_t, pr_t
+
+
+@njit(cache=True, nogil=True)
+def segment_with(n, kmin, cap, lam, skip_cost, lm_scale, order, ok, il_t, pr_t):  # pragma: no cover - numba
+    """:func:`segment` from the classes of :func:`segment_table` (the same split and class numbers)."""
+    best = np.full(n + 1, INF)
+    back = np.full(n + 1, -1, np.int64)
+    best[0] = 0.0
+    for i in range(n):
+        b = best[i]
+        if b == INF:
+            continue
+        c = b + skip_cost[order[i]]
+        if c < best[i + 1]:
+            best[i + 1] = c
+            back[i + 1] = 0
+        for size in range(kmin, min(cap, n - i) + 1):
+            if not ok[i, size - kmin]:
+                continue
+            c = b + (1.0 - lam) * size * il_t[i, size - kmin] * lm_scale + lam * pr_t[i, size - kmin]
+            if c < best[i + size]:
+                best[i + size] = c
+                back[i + size] = size
+    out = np.full(n, -1, np.int64)
+    j = n
+    cid = 0
+    while j > 0:
+        size = back[j]
+        if size <= 0:
+            j -= 1
+            continue
+        for p in range(j - size, j):
+            out[p] = cid
+        cid += 1
+        j -= size
+    return out, cid
+
+
+@njit(cache=True, nogil=True)
 def members_il(c, skip, extra, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
                mn, mx, lv):  # pragma: no cover - numba
     """Loss per tuple of class ``c`` without member ``skip`` and with tuple ``extra`` (-1: none)."""

@@ -36,7 +36,7 @@ import numpy as np
 from core.engines.base import Progress, no_progress
 from core.engines.cg.params import CGParams
 from core.engines.cg.problem import Problem, kd_order
-from core.engines.cg.state import DIVERSE, Setup, State, dp_assignment
+from core.engines.cg.state import DIVERSE, Segmenter, Setup, State
 from core.errors import InfeasibleError
 
 SLICE = 2048  # tuples per kernel call (granularity of budget checks and curve points)
@@ -139,6 +139,7 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
     (CG-Diverse: Mondrian's); its classes, rows inside a class in the first ordering, form a third
     ordering that the balance phase also segments, and it becomes the first ordering if it wins."""
     clock = Clock(started, params.time_limit or None)
+    segmentation = Segmenter(p, s)
     cpu0 = time.process_time()
     o1 = kd_order(p, rng)
     o2 = kd_order(p, rng, noise=1.0)
@@ -159,7 +160,7 @@ def run_search(p: Problem, s: Setup, params: CGParams, rng: np.random.Generator,
         found, lam_found = None, 0.5 * (lo + hi)
         for step in range(steps):
             lam = 0.5 * (lo + hi)
-            state = make_state(p, s, *dp_assignment(p, s, order, lam))
+            state = make_state(p, s, *segmentation(order, lam))
             res.info["dp_runs"] = res.info.get("dp_runs", 0) + 1
             if found is None or state.objective() < found.objective() - 1e-12:
                 found, lam_found = state, lam

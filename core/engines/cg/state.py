@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.engines.cg.kernels import objective, refresh_all, segment, sweep
+from core.engines.cg.kernels import objective, refresh_all, segment, segment_table, segment_with, sweep
 from core.engines.cg.problem import Problem
 
 KANON, DIVERSE = 0, 1
 FIRST_IMPROVEMENT = False  # best improvement per tuple measured slightly better per CPU second
 SUPPRESSED = -1
+TABLE_CELLS = 4_000_000  # most (start, size) cells a segmentation table may hold (3 arrays, ~68 MB)
 
 
 @dataclass(frozen=True)
@@ -46,12 +47,48 @@ class Setup:
         return float(min(max(pr_raw - self.pr_offset, 0.0), 1.0))
 
 
+class Segmenter:
+    """Optimal segmentations of one ordering for several values of lambda (the bisection's steps).
+
+    The classes an ordering can be cut into (their validity, loss and privacy term) do not depend on
+    lambda, so they are computed once per ordering (:func:`~core.engines.cg.kernels.segment_table`)
+    and each lambda only runs the dynamic programme over them; the split is the one
+    :func:`~core.engines.cg.kernels.segment` finds, to the last bit. Orderings whose table would
+    exceed :data:`TABLE_CELLS` cells, and runs without a privacy term (lambda is irrelevant, one
+    segmentation per ordering), go to ``segment`` directly.
+    """
+
+    def __init__(self, p: Problem, s: Setup) -> None:
+        self.p, self.s = p, s
+        self.order: np.ndarray | None = None
+        self.table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __call__(self, order: np.ndarray, lam: float) -> tuple[np.ndarray, int]:
+        """Class per row from the optimal segmentation of ``order`` (rows skipped: class ``n_classes``)."""
+        p, s = self.p, self.s
+        if s.pr_scale == 0 or p.n * (s.cap - s.kmin + 1) > TABLE_CELLS:  # one lambda only, or too large
+            return dp_assignment(p, s, order, lam)
+        if self.order is None or not np.array_equal(self.order, order):
+            self.order = order.copy()
+            self.table = segment_table(order, s.kmin, s.cap, s.mode, s.lmin, s.ase_rule, s.ltarget, s.pr_scale,
+                                       p.kind, p.xr, p.span, p.gr, p.height, p.cost_flat, p.cost_off, p.w, p.sens,
+                                       p.sev, p.m)
+        assert self.table is not None
+        skip = (1.0 - lam) * s.skip_lm + lam * s.skip_pr
+        per_pos, n_cls = segment_with(p.n, s.kmin, s.cap, lam, skip, s.lm_scale, order, *self.table)
+        return _classes(p, order, per_pos, n_cls)
+
+
 def dp_assignment(p: Problem, s: Setup, order: np.ndarray, lam: float) -> tuple[np.ndarray, int]:
     """Class per row from the optimal segmentation of ``order`` (rows skipped: class ``n_classes``)."""
     skip = (1.0 - lam) * s.skip_lm + lam * s.skip_pr
     per_pos, n_cls = segment(order, s.kmin, s.cap, lam, s.mode, s.lmin, s.ase_rule, s.ltarget, skip,
                              s.lm_scale, s.pr_scale, p.kind, p.xr, p.span, p.gr, p.height, p.cost_flat, p.cost_off,
                              p.w, p.sens, p.sev, p.m)
+    return _classes(p, order, per_pos, n_cls)
+
+
+def _classes(p: Problem, order: np.ndarray, per_pos: np.ndarray, n_cls: int) -> tuple[np.ndarray, int]:
     cls = np.empty(p.n, np.int64)
     cls[order] = np.where(per_pos < 0, n_cls, per_pos)
     return cls, int(n_cls)
