@@ -11,7 +11,9 @@ file's line numbers (header counted).
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +30,7 @@ from stream.io.rows import JSON_SUFFIXES, csv_cells, is_reject_column, iter_rows
 from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, text_encoding
 
 log = logging.getLogger(__name__)
+_BLOCK = 32_768  # rows of a CSV per block: a block's cells are factorized, then dropped
 
 _WORDING = {"ambiguous-date": "ambiguous dates (day and month could be swapped; declare its format in the spec)",
             "invalid-date": "values that are not dates in the declared format",
@@ -53,7 +56,7 @@ def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = N
     df = read_table(path, fmt.separator, fmt.columns, fmt.encoding)
     used = [c for c in spec.used_columns() if c in df.columns]
     dates = [c for c in spec.input.dates if c in df.columns and c not in used]
-    codes = {c: Codes.of(df[c]) for c in [*used, *dates]}
+    codes = {c: codes_of(df, c) for c in [*used, *dates]}  # a CSV's reader factorized every column
     policy = fmt.missing_policy
     gone = {c: _missing(codes[c], fmt.missing) for c in used}  # judged once per distinct value
     for c in used:
@@ -146,10 +149,11 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
         header, cells = csv_cells(p, sep, encoding, columns)
         if not any(is_reject_column(c) for c in header):  # the same rows as iter_rows, without a dict per row
             try:
-                parsed = list(cells)
+                starts, coded = _coded_cells(cells, len(header))
             except UnicodeDecodeError:
                 raise decode_error(p, codec, declared=encoding is not None) from None
-            return _frame(p, header, [line for line, _ in parsed], list(zip(*(c for _, c in parsed))), codec)
+            df = _frame(p, header, starts, [c.uniques[c.codes] for c in coded], codec)
+            return attach(df, TableCodes(df.index, dict(zip(header, coded, strict=True))))
     names: dict[str, None] = {}  # the columns in order of first appearance (JSON objects may differ)
     lines: list[int] = []
     rows: list[dict[str, object]] = []
@@ -159,6 +163,28 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
         names.update(dict.fromkeys(row))
     cols = list(names)
     return _frame(p, cols, lines, [[_text(r.get(c)) for r in rows] for c in cols], codec)
+
+
+def _coded_cells(cells: Iterator[tuple[int, list[str]]], width: int) -> tuple[list[int], list[Codes]]:
+    """The line of each row of a CSV and the :class:`Codes` of each column, read ``_BLOCK`` rows at a time:
+    each block's column is factorized and only its distinct texts kept, then the blocks' distinct texts
+    are factorized once more, so the codes are those of the whole column (by first appearance) and each
+    distinct text is held once, not once per cell."""
+    lines: list[int] = []
+    blocks: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(width)]
+    while chunk := list(itertools.islice(cells, _BLOCK)):
+        lines.extend(line for line, _ in chunk)
+        for j, column in enumerate(zip(*(row for _, row in chunk), strict=True)):
+            codes, uniques = pd.factorize(np.asarray(column, dtype=object))
+            blocks[j].append((codes.astype(np.int32), np.asarray(uniques, dtype=object)))
+        del chunk
+    out = []
+    for parts in blocks if lines else []:
+        merged, uniques = pd.factorize(np.concatenate([u for _, u in parts]))
+        offsets = np.cumsum([0, *(len(u) for _, u in parts[:-1])])
+        codes = np.concatenate([merged[off + c] for (c, _), off in zip(parts, offsets, strict=True)])
+        out.append(Codes(codes.astype(np.int32, copy=False), np.asarray(uniques, dtype=object)))
+    return lines, out
 
 
 def _frame(p: Path, cols: list[str], lines: list[int], values: list, codec: str | None) -> pd.DataFrame:
