@@ -22,8 +22,10 @@ ADULT_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "ma
 
 
 def _adult_csv(tmp_path: Path) -> Path:
+    """Every 4th row of UCI Adult (8,141 rows: the same columns and spread of values, a quarter of the
+    engines' work; cg-kanon took 35 CPU-seconds on all 32,561)."""
     df = pd.read_csv(DATA / "adult-uci" / "adult.data", header=None, names=ADULT_COLUMNS, dtype=str,
-                     skipinitialspace=True, keep_default_na=False)
+                     skipinitialspace=True, keep_default_na=False).iloc[::4]
     out = tmp_path / "adult.csv"
     df.to_csv(out, index=False)
     return out
