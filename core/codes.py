@@ -34,9 +34,10 @@ class Codes:
 
     @classmethod
     def of(cls, values: pd.Series | np.ndarray) -> Codes:
-        """``pd.factorize(values, use_na_sentinel=True)`` as :class:`Codes` (uniques as an object array)."""
+        """``pd.factorize(values, use_na_sentinel=True)`` as :class:`Codes` (uniques as an object array; the
+        codes as int32, half pandas' size, when they fit)."""
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        return cls(codes, np.asarray(uniques, dtype=object))
+        return cls(_narrow(codes), np.asarray(uniques, dtype=object))
 
     @classmethod
     def renumbered(cls, codes: np.ndarray, uniques: np.ndarray) -> Codes:
@@ -44,7 +45,7 @@ class Codes:
         value, list values no row holds, in any order): renumbered by first appearance, as :meth:`of` the
         column would give them. Integers are factorized, never the values."""
         new, old = pd.factorize(np.asarray(codes))  # an integer -1 is a value here, not a missing one
-        new, old = new.astype(np.intp, copy=False), np.asarray(old, dtype=np.intp)
+        new, old = _narrow(new), np.asarray(old, dtype=np.intp)
         if (old < 0).any():  # the missing rows: -1 again, the codes after theirs one lower
             j = int(np.flatnonzero(old < 0)[0])
             remap = np.arange(len(old)) - (np.arange(len(old)) > j)
@@ -53,7 +54,7 @@ class Codes:
         kept = np.asarray(uniques, dtype=object)[old]
         if len(pd.unique(kept)) < len(kept):  # one value under two codes: merge them
             merged, values = pd.factorize(kept, use_na_sentinel=True)
-            return cls(np.where(new < 0, -1, merged[new]), np.asarray(values, dtype=object))
+            return cls(_narrow(np.where(new < 0, -1, merged[new])), np.asarray(values, dtype=object))
         return cls(new, kept)
 
     def __len__(self) -> int:
@@ -88,6 +89,11 @@ class Codes:
         rank = np.empty(self.size, dtype=np.intp)
         rank[np.argsort(self.uniques, kind="stable")] = np.arange(self.size)  # str order, as pandas sorts them
         return rank[self.codes]
+
+
+def _narrow(codes: np.ndarray) -> np.ndarray:
+    """Codes as int32 when every one fits (a column has fewer than 2**31 distinct values)."""
+    return codes.astype(np.int32, copy=False) if len(codes) < 2**31 else codes
 
 
 @dataclass(frozen=True, eq=False)
