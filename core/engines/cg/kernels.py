@@ -38,6 +38,7 @@ INF = np.inf
 # "no row" as a typed int64: a bare -1 passed to another kernel types as Literal[int](-1), and numba
 # compiles a second copy of the callee for it (a fresh install compiled members_il three times).
 NO_ROW = np.int64(-1)
+ALL_CRITICAL = np.int64(-2)  # a class so small that removing any member may change it (see _criticals)
 
 
 @njit(cache=True, nogil=True)
@@ -277,20 +278,134 @@ def members_il(c, skip, extra, mem, size, kind, x, span, g, height, cost_flat, c
 
 
 @njit(cache=True, nogil=True)
-def refresh(c, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off,
+def refresh(c, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat, cost_off,
             w):  # pragma: no cover - numba
-    """Recompute the stored generalization state and loss of regular class ``c``."""
+    """Recompute the stored generalization state, loss and critical members of regular class ``c``."""
     val, ref = members_il(c, NO_ROW, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
                           cmn[c], cmx[c], clv[c])
     il[c] = val
     cref[c] = ref
+    _criticals(c, mem, size, kind, x, g, height, cmn, cmx, clv, crit, lv2, ext2)
 
 
 @njit(cache=True, nogil=True)
-def refresh_all(n_classes, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off,
-                w):  # pragma: no cover - numba
+def refresh_all(n_classes, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat,
+                cost_off, w):  # pragma: no cover - numba
     for c in range(n_classes):
-        refresh(c, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off, w)
+        refresh(c, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat,
+                cost_off, w)
+
+
+@njit(cache=True, nogil=True)
+def _criticals(c, mem, size, kind, x, g, height, cmn, cmx, clv, crit, lv2, ext2):  # pragma: no cover - numba
+    """Which single member's removal changes regular class ``c``'s generalization, and to what.
+
+    Per QI: ``crit[c, a, 0]`` is the member whose removal lowers the class's level (a TREE QI: its
+    code one level below is shared by every other member, and ``lv2[c, a]`` is the level without
+    it) or raises its minimum (a RANGE QI: the only member at the minimum, ``ext2[c, a, 0]`` the
+    minimum of the others); ``crit[c, a, 1]`` / ``ext2[c, a, 1]`` the same for a RANGE QI's maximum.
+    -1: removing any one member changes nothing; ``ALL_CRITICAL``: classes of two or fewer rows, left
+    to :func:`members_il`. Only valid when every TREE QI nests (:attr:`Problem.nests`).
+    """
+    n_c = size[c]
+    for a in range(len(kind)):
+        crit[c, a, 0] = NO_ROW
+        crit[c, a, 1] = NO_ROW
+        if n_c <= 2:
+            crit[c, a, 0] = ALL_CRITICAL
+            crit[c, a, 1] = ALL_CRITICAL
+            continue
+        if kind[a] == 0:
+            lo = cmn[c, a]
+            hi = cmx[c, a]
+            n_lo = 0
+            n_hi = 0
+            at_lo = NO_ROW
+            at_hi = NO_ROW
+            lo2 = INF
+            hi2 = -INF
+            for j in range(n_c):
+                t = mem[c, j]
+                v = x[t, a]
+                if v == lo:
+                    n_lo += 1
+                    at_lo = t
+                elif v < lo2:
+                    lo2 = v
+                if v == hi:
+                    n_hi += 1
+                    at_hi = t
+                elif v > hi2:
+                    hi2 = v
+            if n_lo == 1:
+                crit[c, a, 0] = at_lo
+                ext2[c, a, 0] = lo2
+            if n_hi == 1:
+                crit[c, a, 1] = at_hi
+                ext2[c, a, 1] = hi2
+            continue
+        top_lv = clv[c, a]
+        if top_lv == 0:
+            continue
+        first = mem[c, 0]
+        code0 = g[first, a, top_lv - 1]
+        n0 = 0
+        n1 = 0
+        other = NO_ROW
+        code1 = -1
+        several = False
+        for j in range(n_c):
+            t = mem[c, j]
+            code = g[t, a, top_lv - 1]
+            if code == code0:
+                n0 += 1
+            elif other < 0:
+                other = t
+                code1 = code
+                n1 = 1
+            elif code == code1:
+                n1 += 1
+            else:
+                several = True
+                break
+        if several or other < 0 or (n0 != 1 and n1 != 1):
+            continue
+        gone = first if n0 == 1 else other
+        ref = NO_ROW
+        lvl = 0
+        for j in range(n_c):
+            t = mem[c, j]
+            if t == gone:
+                continue
+            if ref < 0:
+                ref = t
+                continue
+            while lvl < height[a] and g[t, a, lvl] != g[ref, a, lvl]:
+                lvl += 1
+        crit[c, a, 0] = gone
+        lv2[c, a] = lvl
+
+
+@njit(cache=True, nogil=True)
+def _without(c, u, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, mn, mx, lv):  # pragma: no cover - numba
+    """The generalization state of regular class ``c`` without its member ``u`` into (mn, mx, lv), from the
+    class's stored state and critical members; returns a member of the rest to use as reference, or -1
+    when the class is too small for the shortcut (then :func:`members_il` computes it)."""
+    for a in range(len(kind)):
+        lo = crit[c, a, 0]
+        hi = crit[c, a, 1]
+        if lo == ALL_CRITICAL or hi == ALL_CRITICAL:
+            return NO_ROW
+        if kind[a] == 0:
+            mn[a] = ext2[c, a, 0] if lo == u else cmn[c, a]
+            mx[a] = ext2[c, a, 1] if hi == u else cmx[c, a]
+        else:
+            lv[a] = lv2[c, a] if lo == u else clv[c, a]
+    ref = cref[c]
+    if ref == u:
+        ref = mem[c, 0] if mem[c, 0] != u else mem[c, 1]
+    return ref
+
 
 @njit(cache=True, nogil=True)
 def objective(lm, pr_raw, pr_offset, eps):  # pragma: no cover - numba
@@ -344,9 +459,14 @@ def _add(c, t, cls, pos, mem, size, sums, qv, cnt, distinct, sens, sev):  # prag
 
 @njit(cache=True, nogil=True)
 def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, distinct, il, cmn, cmx, clv,
-          cref, tot, cver, tev, clock, full, first, mode, kmin, cap, lmin, ase_rule, ltarget, lm_scale,
-          pr_scale, pr_offset, eps, kind, x, span, g, height, cost_flat, cost_off, w, sens, sev):  # pragma: no cover
+          cref, crit, lv2, ext2, fast, tot, cver, tev, clock, full, first, mode, kmin, cap, lmin, ase_rule, ltarget,
+          lm_scale, pr_scale, pr_offset, eps, kind, x, span, g, height, cost_flat, cost_off, w, sens,
+          sev):  # pragma: no cover
     """One pass of best-improvement moves over the tuples in ``visit``; returns moves applied.
+
+    With ``fast`` (every TREE QI nests, :attr:`Problem.nests`) a class without one member is read from
+    the class's stored state and critical members (:func:`_without`) instead of a pass over its
+    members: the same levels and bounds, hence the same losses to the last bit.
 
     Don't-look bits: ``clock[0]`` counts applied moves, ``cver[c]`` is the count when class c last
     changed and ``tev[t]`` the count when t was last found without an improving move. Unless
@@ -372,21 +492,6 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
             continue
         v = sens[t]
         st = sev[t]
-        cur = objective(tot[0], tot[1], pr_offset, eps)
-        # removal of t from A (shared by every move of t)
-        a_size = size[a] - 1
-        a_dist = distinct[a] - (1 if cnt[a, v] == 1 else 0)
-        a_sum = sums[a] - st
-        a_qv = qv[a] - st * (2 * cnt[a, v] - 1)
-        rem_ok = _valid(a, top, a_size, a_dist, a_sum, kmin, cap, mode, lmin, ase_rule, ltarget)
-        if a == top:
-            a_lm = -lm_scale
-        else:
-            a_il, a_ref = members_il(a, t, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
-                                     amn, amx, alv)
-            a_lm = (a_size * a_il - size[a] * il[a]) * lm_scale
-        a_pr = class_term(mode, a_size, a_sum, a_qv, cap, pr_scale) - class_term(mode, size[a], sums[a], qv[a],
-                                                                                 cap, pr_scale)
         # candidates: neighbours in both orderings, plus the top class for CG-Diverse
         k = 0
         for r in range(1, radius + 1):
@@ -398,10 +503,6 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                 if 0 <= q < n:
                     cand[k] = o2[q]
                     k += 1
-        best_gain = 1e-12
-        best_kind = 0
-        best_u = NO_ROW
-        best_b = NO_ROW
         if mode == 1 and a != top and size[top] > 0:
             cand[k] = -2
             k += 1
@@ -415,6 +516,29 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                     break
             if not fresh:
                 continue
+        cur = objective(tot[0], tot[1], pr_offset, eps)
+        # removal of t from A (shared by every move of t)
+        a_size = size[a] - 1
+        a_dist = distinct[a] - (1 if cnt[a, v] == 1 else 0)
+        a_sum = sums[a] - st
+        a_qv = qv[a] - st * (2 * cnt[a, v] - 1)
+        rem_ok = _valid(a, top, a_size, a_dist, a_sum, kmin, cap, mode, lmin, ase_rule, ltarget)
+        if a == top:
+            a_lm = -lm_scale
+        else:
+            a_ref = _without(a, t, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, amn, amx, alv) if fast else NO_ROW
+            if a_ref >= 0:
+                a_il = _state_il(kind, span, g, cost_flat, cost_off, w, amn, amx, alv, a_ref)
+            else:
+                a_il, a_ref = members_il(a, t, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
+                                         amn, amx, alv)
+            a_lm = (a_size * a_il - size[a] * il[a]) * lm_scale
+        a_pr = class_term(mode, a_size, a_sum, a_qv, cap, pr_scale) - class_term(mode, size[a], sums[a], qv[a],
+                                                                                 cap, pr_scale)
+        best_gain = 1e-12
+        best_kind = 0
+        best_u = NO_ROW
+        best_b = NO_ROW
         tried = 0
         for ci in range(k):
             if first and best_kind != 0:
@@ -482,7 +606,13 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                 lv[z] = alv[z]
             _absorb(kind, x, g, height, mn, mx, lv, a_ref, u)
             a2_il = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, a_ref)
-            b2_il = members_il(b, u, t, mem, size, kind, x, span, g, height, cost_flat, cost_off, w, mn, mx, lv)[0]
+            b_ref = _without(b, u, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, mn, mx, lv) if fast else NO_ROW
+            if b_ref >= 0:  # (B - u) + t from the stored state of B and its critical members
+                _absorb(kind, x, g, height, mn, mx, lv, b_ref, t)
+                b2_il = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, b_ref)
+            else:
+                b2_il = members_il(b, u, t, mem, size, kind, x, span, g, height, cost_flat, cost_off, w, mn, mx,
+                                   lv)[0]
             dlm = (size[a] * (a2_il - il[a]) + size[b] * (b2_il - il[b])) * lm_scale
             dpr = class_term(mode, size[a], a2_sum, a2_qv, cap, pr_scale) - \
                 class_term(mode, size[a], sums[a], qv[a], cap, pr_scale) + \
@@ -511,7 +641,8 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
         new_lm = 0.0
         for c in (a, b):
             if c != top:
-                refresh(c, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off, w)
+                refresh(c, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat,
+                        cost_off, w)
                 new_lm += size[c] * il[c] * lm_scale
             else:
                 new_lm += size[c] * lm_scale

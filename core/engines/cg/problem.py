@@ -62,6 +62,7 @@ class Problem:
     key: np.ndarray  # (d, n) float ordinal key per QI (for orderings)
     xr: np.ndarray  # (n, d) row-major copy of x for the kernels
     gr: np.ndarray  # (n, d, hmax + 1) row-major copy of g for the kernels
+    nests: bool = False  # every TREE QI's codes nest and share one top code (see :func:`nests`)
 
     @property
     def total_severity(self) -> float:
@@ -105,8 +106,24 @@ def build_problem(batch: EncodedBatch, weights: np.ndarray, row_sev: np.ndarray,
         n=n, d=d, kind=kind, x=np.ascontiguousarray(x), span=span, g=np.ascontiguousarray(g), height=height,
         cost_flat=np.concatenate(costs) if costs else np.zeros(1), cost_off=cost_off, w=w / w.sum(),
         sens=sens, m=m, sev=np.asarray(row_sev, float), sev_value=sev_value, key=key,
-        xr=np.ascontiguousarray(x.T), gr=np.ascontiguousarray(g.transpose(2, 0, 1)),
+        xr=np.ascontiguousarray(x.T), gr=np.ascontiguousarray(g.transpose(2, 0, 1)), nests=nests(kind, g, height),
     )
+
+
+def nests(kind: np.ndarray, g: np.ndarray, height: np.ndarray) -> bool:
+    """Whether the rows' codes of every TREE QI form a tree with one root: each code at a level has one
+    parent code at the next, and all rows share their top code. Then the lowest level at which a set of
+    rows shares one code is the same whichever member it is measured from, and one member's removal
+    can be read from a class's stored state (the search's shortcut, :func:`core.engines.cg.kernels._without`)."""
+    for a in np.flatnonzero(kind == TREE):
+        top = int(height[a])
+        if len(np.unique(g[a, top])) > 1:
+            return False
+        for lvl in range(top):
+            pairs = np.unique(g[a, lvl].astype(np.int64) << 32 | g[a, lvl + 1].astype(np.int64))
+            if len(pairs) != len(np.unique(g[a, lvl])):
+                return False
+    return True
 
 
 def kd_order(p: Problem, rng: np.random.Generator, noise: float = 0.0, leaf: int = 2) -> np.ndarray:

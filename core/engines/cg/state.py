@@ -126,8 +126,11 @@ class State:
         self.cmx = np.zeros((top, p.d))
         self.clv = np.zeros((top, p.d), np.int64)
         self.cref = np.full(top, -1, np.int64)
-        refresh_all(top, self.mem, self.size, self.il, self.cmn, self.cmx, self.clv, self.cref, p.kind, p.xr, p.span,
-                    p.gr, p.height, p.cost_flat, p.cost_off, p.w)
+        self.crit = np.full((top, p.d, 2), -1, np.int64)  # critical members (kernels._criticals)
+        self.lv2 = np.zeros((top, p.d), np.int64)
+        self.ext2 = np.zeros((top, p.d, 2))
+        refresh_all(top, self.mem, self.size, self.il, self.cmn, self.cmx, self.clv, self.cref, self.crit, self.lv2,
+                    self.ext2, p.kind, p.xr, p.span, p.gr, p.height, p.cost_flat, p.cost_off, p.w)
         self.tot = np.array(self.exact_totals())
         self.cver = np.zeros(top + 1, np.int64)
         self.tev = np.full(p.n, -1, np.int64)
@@ -160,7 +163,8 @@ class State:
               radius: int, full: bool = False) -> int:
         p, s = self.p, self.s
         moved = sweep(visit, o1, p1, o2, p2, radius, self.cls, self.pos, self.mem, self.size, self.sums, self.qv,
-                      self.cnt, self.distinct, self.il, self.cmn, self.cmx, self.clv, self.cref, self.tot, self.cver,
+                      self.cnt, self.distinct, self.il, self.cmn, self.cmx, self.clv, self.cref, self.crit, self.lv2,
+                      self.ext2, p.nests, self.tot, self.cver,
                       self.tev, self.clock, full, FIRST_IMPROVEMENT, s.mode,
                       s.kmin, s.cap, s.lmin, s.ase_rule, s.ltarget, s.lm_scale, s.pr_scale, s.pr_offset, s.eps,
                       p.kind, p.xr, p.span, p.gr, p.height, p.cost_flat, p.cost_off, p.w, p.sens, p.sev)
