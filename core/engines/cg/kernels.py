@@ -408,6 +408,63 @@ def _without(c, u, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, mn, mx, lv):
 
 
 @njit(cache=True, nogil=True)
+def _il_plus(kind, x, span, g, height, cost_flat, cost_off, w, mn, mx, lv, ref, t):  # pragma: no cover - numba
+    """Loss per tuple of the state (mn, mx, lv around ``ref``) with tuple ``t`` added, the state left as it
+    is: what :func:`_absorb` then :func:`_state_il` give, with the same operations in the same order."""
+    il = 0.0
+    for a in range(len(kind)):
+        if kind[a] == 0:
+            v = x[t, a]
+            lo = mn[a]
+            hi = mx[a]
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+            c = (hi - lo) / span[a]
+            il += w[a] * (c if c < 1.0 else 1.0)
+        else:
+            lvl = lv[a]
+            while lvl < height[a] and g[t, a, lvl] != g[ref, a, lvl]:
+                lvl += 1
+            il += w[a] * cost_flat[cost_off[a, lvl] + g[ref, a, lvl]]
+    return il
+
+
+@njit(cache=True, nogil=True)
+def _il_swapped(c, u, t, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat, cost_off,
+                w):  # pragma: no cover - numba
+    """Loss per tuple of regular class ``c`` with its member ``u`` replaced by tuple ``t``, read from the
+    class's stored state and critical members (:func:`_without`, then :func:`_il_plus`, fused); -1.0 when
+    the class is too small for that (then :func:`members_il` computes it)."""
+    ref = cref[c]
+    if ref == u:
+        ref = mem[c, 0] if mem[c, 0] != u else mem[c, 1]
+    il = 0.0
+    for a in range(len(kind)):
+        lo_at = crit[c, a, 0]
+        hi_at = crit[c, a, 1]
+        if lo_at == ALL_CRITICAL or hi_at == ALL_CRITICAL:
+            return -1.0
+        if kind[a] == 0:
+            v = x[t, a]
+            lo = ext2[c, a, 0] if lo_at == u else cmn[c, a]
+            hi = ext2[c, a, 1] if hi_at == u else cmx[c, a]
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
+            cost = (hi - lo) / span[a]
+            il += w[a] * (cost if cost < 1.0 else 1.0)
+        else:
+            lvl = lv2[c, a] if lo_at == u else clv[c, a]
+            while lvl < height[a] and g[t, a, lvl] != g[ref, a, lvl]:
+                lvl += 1
+            il += w[a] * cost_flat[cost_off[a, lvl] + g[ref, a, lvl]]
+    return il
+
+
+@njit(cache=True, nogil=True)
 def objective(lm, pr_raw, pr_offset, eps):  # pragma: no cover - numba
     pr = pr_raw - pr_offset
     if pr < 0.0:
@@ -568,12 +625,8 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                     if b == top:
                         b_lm = lm_scale
                     else:
-                        for z in range(d):
-                            mn[z] = cmn[b, z]
-                            mx[z] = cmx[b, z]
-                            lv[z] = clv[b, z]
-                        _absorb(kind, x, g, height, mn, mx, lv, cref[b], t)
-                        b_il = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, cref[b])
+                        b_il = _il_plus(kind, x, span, g, height, cost_flat, cost_off, w, cmn[b], cmx[b], clv[b],
+                                        cref[b], t)
                         b_lm = (b_size * b_il - size[b] * il[b]) * lm_scale
                     b_pr = class_term(mode, b_size, b_sum, b_qv, cap, pr_scale) - \
                         class_term(mode, size[b], sums[b], qv[b], cap, pr_scale)
@@ -600,17 +653,12 @@ def sweep(visit, o1, p1, o2, p2, radius, cls, pos, mem, size, sums, qv, cnt, dis
                 continue
             if not _valid(b, top, size[b], b2_dist, b2_sum, kmin, cap, mode, lmin, ase_rule, ltarget):
                 continue
-            for z in range(d):  # (A - t) + u from the cached state of A - t
-                mn[z] = amn[z]
-                mx[z] = amx[z]
-                lv[z] = alv[z]
-            _absorb(kind, x, g, height, mn, mx, lv, a_ref, u)
-            a2_il = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, a_ref)
-            b_ref = _without(b, u, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, mn, mx, lv) if fast else NO_ROW
-            if b_ref >= 0:  # (B - u) + t from the stored state of B and its critical members
-                _absorb(kind, x, g, height, mn, mx, lv, b_ref, t)
-                b2_il = _state_il(kind, span, g, cost_flat, cost_off, w, mn, mx, lv, b_ref)
-            else:
+            a2_il = _il_plus(kind, x, span, g, height, cost_flat, cost_off, w, amn, amx, alv, a_ref, u)  # (A - t) + u
+            b2_il = -1.0
+            if fast:  # (B - u) + t from the stored state of B and its critical members
+                b2_il = _il_swapped(b, u, t, mem, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height,
+                                    cost_flat, cost_off, w)
+            if b2_il < 0.0:
                 b2_il = members_il(b, u, t, mem, size, kind, x, span, g, height, cost_flat, cost_off, w, mn, mx,
                                    lv)[0]
             dlm = (size[a] * (a2_il - il[a]) + size[b] * (b2_il - il[b])) * lm_scale
