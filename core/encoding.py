@@ -150,7 +150,8 @@ def encode(frame: pd.DataFrame, schema: Schema) -> EncodedBatch:
     if len(frame) == 0:
         raise InputDataError("input is empty: no rows to anonymize", reason="empty-input")
     check_columns(frame, spec)
-    used = frame[spec.used_columns()]
+    names = spec.used_columns()  # the input's columns side by side, as views: no copy of the rows' cells
+    used = pd.DataFrame({c: frame[c] for c in names}, copy=False) if frame.columns.is_unique else frame[names]
     qis = tuple(_encode_qi(schema.hierarchies[q.name], frame, q.name, spec.unknown) for q in spec.qi)
     weights = np.array(spec.weights, dtype=np.float64)
     s_codes = s_labels = severity = None

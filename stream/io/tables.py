@@ -30,7 +30,7 @@ from stream.io.rows import JSON_SUFFIXES, csv_cells, is_reject_column, iter_rows
 from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, text_encoding
 
 log = logging.getLogger(__name__)
-_BLOCK = 32_768  # rows of a CSV per block: a block's cells are factorized, then dropped
+_BLOCK = 8_192  # rows of a CSV per block: a block's cells are factorized, then dropped
 
 _WORDING = {"ambiguous-date": "ambiguous dates (day and month could be swapped; declare its format in the spec)",
             "invalid-date": "values that are not dates in the declared format",
@@ -165,34 +165,34 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
     return _frame(p, cols, lines, [[_text(r.get(c)) for r in rows] for c in cols], codec)
 
 
-def _coded_cells(cells: Iterator[tuple[int, list[str]]], width: int) -> tuple[list[int], list[Codes]]:
+def _coded_cells(cells: Iterator[tuple[int, list[str]]], width: int) -> tuple[np.ndarray, list[Codes]]:
     """The line of each row of a CSV and the :class:`Codes` of each column, read ``_BLOCK`` rows at a time:
     each block's column is factorized and only its distinct texts kept, then the blocks' distinct texts
     are factorized once more, so the codes are those of the whole column (by first appearance) and each
     distinct text is held once, not once per cell."""
-    lines: list[int] = []
+    lines: list[np.ndarray] = []
     blocks: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(width)]
     while chunk := list(itertools.islice(cells, _BLOCK)):
-        lines.extend(line for line, _ in chunk)
+        lines.append(np.fromiter((line for line, _ in chunk), dtype=np.int64, count=len(chunk)))
         for j, column in enumerate(zip(*(row for _, row in chunk), strict=True)):
             codes, uniques = pd.factorize(np.asarray(column, dtype=object))
             blocks[j].append((codes.astype(np.int32), np.asarray(uniques, dtype=object)))
         del chunk
     out = []
-    for parts in blocks if lines else []:
+    for parts in blocks if lines else []:  # (no row: _frame refuses the file)
         merged, uniques = pd.factorize(np.concatenate([u for _, u in parts]))
         offsets = np.cumsum([0, *(len(u) for _, u in parts[:-1])])
         codes = np.concatenate([merged[off + c] for (c, _), off in zip(parts, offsets, strict=True)])
         out.append(Codes(codes.astype(np.int32, copy=False), np.asarray(uniques, dtype=object)))
-    return lines, out
+    return np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64), out
 
 
-def _frame(p: Path, cols: list[str], lines: list[int], values: list, codec: str | None) -> pd.DataFrame:
+def _frame(p: Path, cols: list[str], lines: list[int] | np.ndarray, values: list, codec: str | None) -> pd.DataFrame:
     """The frame of :func:`read_table`: ``values`` holds one sequence per column."""
-    if not lines:
+    if not len(lines):
         raise InputDataError(f"input is empty: {p} has no rows", reason="empty-input")
     df = pd.DataFrame({c: np.asarray(v, dtype=object) for c, v in zip(cols, values)}, columns=cols)
-    df.attrs.update(lines=LineMap(np.asarray(lines, dtype=np.int64)), first_line=lines[0], encoding=codec)
+    df.attrs.update(lines=LineMap(np.asarray(lines, dtype=np.int64)), first_line=int(lines[0]), encoding=codec)
     return df
 
 
