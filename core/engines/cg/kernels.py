@@ -289,11 +289,34 @@ def refresh(c, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, spa
 
 
 @njit(cache=True, nogil=True)
-def refresh_all(n_classes, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat,
-                cost_off, w):  # pragma: no cover - numba
+def refresh_all(n_classes, mem, size, il, cmn, cmx, clv, cref, kind, x, span, g, height, cost_flat, cost_off,
+                w):  # pragma: no cover - numba
+    """The generalization state and loss of every regular class (critical members: :func:`criticals_all`)."""
     for c in range(n_classes):
-        refresh(c, mem, size, il, cmn, cmx, clv, cref, crit, lv2, ext2, kind, x, span, g, height, cost_flat,
-                cost_off, w)
+        val, ref = members_il(c, NO_ROW, NO_ROW, mem, size, kind, x, span, g, height, cost_flat, cost_off, w,
+                              cmn[c], cmx[c], clv[c])
+        il[c] = val
+        cref[c] = ref
+
+
+@njit(cache=True, nogil=True)
+def criticals_all(n_classes, mem, size, kind, x, g, height, cmn, cmx, clv, crit, lv2,
+                  ext2):  # pragma: no cover - numba
+    """The critical members of every regular class (:func:`_criticals`), once a state is to be searched."""
+    for c in range(n_classes):
+        _criticals(c, mem, size, kind, x, g, height, cmn, cmx, clv, crit, lv2, ext2)
+
+
+@njit(cache=True, nogil=True)
+def fill_members(cls, n_classes, mem, pos):  # pragma: no cover - numba
+    """Members of each regular class in ``mem`` (rows in increasing order) and each row's slot in ``pos``."""
+    fill = np.zeros(n_classes, np.int64)
+    for t in range(len(cls)):
+        c = cls[t]
+        if 0 <= c < n_classes:
+            mem[c, fill[c]] = t
+            pos[t] = fill[c]
+            fill[c] += 1
 
 
 @njit(cache=True, nogil=True)

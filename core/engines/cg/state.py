@@ -6,7 +6,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.engines.cg.kernels import objective, refresh_all, segment, segment_table, segment_with, sweep
+from core.engines.cg.kernels import (
+    criticals_all,
+    fill_members,
+    objective,
+    refresh_all,
+    segment,
+    segment_table,
+    segment_with,
+    sweep,
+)
 from core.engines.cg.problem import Problem
 
 KANON, DIVERSE = 0, 1
@@ -115,22 +124,19 @@ class State:
         width = max(int(self.size[:top].max()) if top else 1, s.cap, 1)
         self.mem = np.full((top, width), -1, np.int64)
         self.pos = np.full(p.n, -1, np.int64)
-        regular = np.flatnonzero((self.cls >= 0) & (self.cls < top))
-        order = regular[np.argsort(self.cls[regular], kind="stable")]
-        starts = np.r_[0, np.cumsum(self.size[:top])]
-        slot = np.arange(len(order)) - starts[self.cls[order]]
-        self.mem[self.cls[order], slot] = order
-        self.pos[order] = slot
+        fill_members(self.cls, top, self.mem, self.pos)
         self.il = np.zeros(top)
         self.cmn = np.zeros((top, p.d))
         self.cmx = np.zeros((top, p.d))
         self.clv = np.zeros((top, p.d), np.int64)
         self.cref = np.full(top, -1, np.int64)
-        self.crit = np.full((top, p.d, 2), -1, np.int64)  # critical members (kernels._criticals)
+        refresh_all(top, self.mem, self.size, self.il, self.cmn, self.cmx, self.clv, self.cref, p.kind, p.xr, p.span,
+                    p.gr, p.height, p.cost_flat, p.cost_off, p.w)
+        # critical members (kernels._criticals): computed before the first sweep, most states are never searched
+        self.crit = np.full((top, p.d, 2), -1, np.int64)
         self.lv2 = np.zeros((top, p.d), np.int64)
         self.ext2 = np.zeros((top, p.d, 2))
-        refresh_all(top, self.mem, self.size, self.il, self.cmn, self.cmx, self.clv, self.cref, self.crit, self.lv2,
-                    self.ext2, p.kind, p.xr, p.span, p.gr, p.height, p.cost_flat, p.cost_off, p.w)
+        self.critical = False
         self.tot = np.array(self.exact_totals())
         self.cver = np.zeros(top + 1, np.int64)
         self.tev = np.full(p.n, -1, np.int64)
@@ -162,6 +168,10 @@ class State:
     def sweep(self, visit: np.ndarray, o1: np.ndarray, p1: np.ndarray, o2: np.ndarray, p2: np.ndarray,
               radius: int, full: bool = False) -> int:
         p, s = self.p, self.s
+        if not self.critical:
+            criticals_all(self.C, self.mem, self.size, p.kind, p.xr, p.gr, p.height, self.cmn, self.cmx, self.clv,
+                          self.crit, self.lv2, self.ext2)
+            self.critical = True
         moved = sweep(visit, o1, p1, o2, p2, radius, self.cls, self.pos, self.mem, self.size, self.sums, self.qv,
                       self.cnt, self.distinct, self.il, self.cmn, self.cmx, self.clv, self.cref, self.crit, self.lv2,
                       self.ext2, p.nests, self.tot, self.cver,
