@@ -56,8 +56,10 @@ def test_weak_operator_tokens_are_refused(token: str, says: str) -> None:
 
 def test_generated_secrets_pass() -> None:
     """The formats `keys init` and `keys generate` write (and token_urlsafe(32), which the docs once gave for the
-    fingerprint key) all pass; each test refuses a generated secret about once in a billion."""
-    for _ in range(300):
+    fingerprint key) all pass; each test refuses a generated secret about once in a billion. 50 of each
+    (each costs a password-strength estimate: 300 took 21 CPU-s); tests/stream/config/test_guessable.py
+    samples more of the estimator alone."""
+    for _ in range(50):
         assert weak_key(secrets.token_hex(32)) is None
         assert weak_key(secrets.token_urlsafe(32)) is None
         assert weak_token(secrets.token_urlsafe(32)) is None
