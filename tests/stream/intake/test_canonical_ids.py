@@ -149,8 +149,8 @@ def test_the_registry_markers_and_controls_take_any_spelling_of_a_station(pg: Po
         assert got.accepted == 3 and [r for _i, r, _m in got.refused] == ["unknown-station"]  # only station 9
         # a push's markers spelled `08` and `8` are one batch of station 8
         intake = MarkerIntake(db, cfg.feed, cfg.window_key_for)
-        _reports, begins, ends = intake.split([Marker("begin", "b-1", "08").encode(),
-                                               Marker("end", "b-1", "8", 2).encode()])
+        _reports, begins, ends, _bad = intake.split([Marker("begin", "b-1", "08").encode(),
+                                                     Marker("end", "b-1", "8", 2).encode()])
         assert [(m.station, m.key) for m in begins + ends] == [("8", "station:8"), ("8", "station:8")]
         begin(db, cfg.feed, begins, now)
         end(db, cfg.feed, ends, now)
