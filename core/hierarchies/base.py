@@ -155,6 +155,11 @@ class Hierarchy(ABC):
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         """Encode ``values`` into an :class:`EncodedQI`; unknown values raise or map to ``*``."""
 
+    def check(self, values: pd.Series, unknown: UnknownPolicy = "error") -> None:
+        """Raise what :meth:`encode` raises for ``values``, else nothing (intake checks one report's value at a
+        time; a hierarchy whose encoding does more than refuse values overrides this with its refusing part)."""
+        self.encode(values, unknown)
+
     def covers(self, label: str, value: object) -> bool:
         """True if the generalized ``label`` is a generalization of the raw ``value``.
 

@@ -42,16 +42,25 @@ class DateHierarchy(Hierarchy):
         self.domain = domain
         self.format = fmt
 
-    def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
-        row_code, distinct = factorize(values)
-        days = to_days(self.name, pd.Series(distinct), self.format)  # parse each distinct value once
+    def _days(self, distinct: pd.Series, unknown: UnknownPolicy) -> tuple[pd.DatetimeIndex, pd.Timestamp, pd.Timestamp]:
+        """The days of ``distinct`` and the domain's first and last day; raises on what the hierarchy refuses
+        (unparseable or ambiguous dates, days outside a declared domain when ``unknown`` is ``error``)."""
+        days = to_days(self.name, distinct, self.format)
         if self.domain is not None:
             lo_d, hi_d = (pd.Timestamp(d, tz="UTC") for d in self.domain)
             outside = (days < lo_d) | (days > hi_d)
             if outside.any() and unknown == "error":
                 raise unknown_error(self.name, days[outside].strftime("%Y-%m-%d"))
-        else:
-            lo_d, hi_d = days.min(), days.max()
+            return days, lo_d, hi_d
+        return days, days.min(), days.max()
+
+    def check(self, values: pd.Series, unknown: UnknownPolicy = "error") -> None:
+        """What :meth:`encode` refuses, without building the levels (a report's date, at intake)."""
+        self._days(values, unknown)
+
+    def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
+        row_code, distinct = factorize(values)
+        days, lo_d, hi_d = self._days(pd.Series(distinct), unknown)  # parse each distinct value once
         dom = (lo_d.value / 86400e9, hi_d.value / 86400e9)
         span = max(dom[1] - dom[0], 1.0)
         leaves, distinct_leaf = np.unique(days.asi8, return_inverse=True)

@@ -130,7 +130,7 @@ class ReportValidator:
         if key not in self._cache:
             msg = None
             try:
-                self.schema.hierarchies[col].encode(pd.Series([value]), self.unknown)
+                self.schema.hierarchies[col].check(pd.Series([value]), self.unknown)
             except AnonymizationError as exc:
                 msg = value_rejection(self.schema.spec, col, exc)
             except (ValueError, TypeError):
