@@ -31,12 +31,14 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from core import contract
-from core.hierarchies.base import Hierarchy
-from core.hierarchies.dates import DateHierarchy
-from core.hierarchies.intervals import IntervalHierarchy, fmt_number
-from core.hierarchies.table import TableHierarchy
+if TYPE_CHECKING:
+    from core.hierarchies.base import Hierarchy
+
+# Ids (canonical_id, id_collisions) need nothing but the standard library; the value rules read the
+# hierarchies and the input contract (numpy, pandas), imported where a value is first read: a command
+# that only keys a station (the settings, the station registry) starts without them.
 
 __all__ = ["canonical_id", "canonical_number", "canonical_value", "collision_lines", "folds_case", "id_collisions",
            "station_id"]
@@ -60,6 +62,8 @@ def canonical_number(text: str) -> str | None:
         return None
     if _INTEGER.fullmatch(text):
         return str(int(text))
+    from core.hierarchies.intervals import fmt_number
+
     number = float(text)
     return fmt_number(number + 0.0) if number == number and abs(number) != float("inf") else None
 
@@ -76,6 +80,8 @@ def folds_case(hierarchy: Hierarchy | None) -> bool:
     True unless it is a table (or tree) hierarchy listing two leaves that fold to the same value (``M``
     and ``m``, ``01`` and ``1``): such a hierarchy tells them apart, so the canonical value must too.
     """
+    from core.hierarchies.table import TableHierarchy
+
     if not isinstance(hierarchy, TableHierarchy):
         return True
     leaves = [_text(v) for v in hierarchy.leaf_index]
@@ -85,6 +91,11 @@ def folds_case(hierarchy: Hierarchy | None) -> bool:
 def canonical_value(hierarchy: Hierarchy | None, value: object) -> str:
     """The canonical text of one raw value of a column whose hierarchy is ``hierarchy`` (None: a column
     without one, such as the sensitive attribute or a pass-through column). See the module docstring."""
+    from core import contract
+    from core.hierarchies.dates import DateHierarchy
+    from core.hierarchies.intervals import IntervalHierarchy, fmt_number
+    from core.hierarchies.table import TableHierarchy
+
     text = _text(value)
     if isinstance(hierarchy, DateHierarchy):
         when = contract.parse_date(text, hierarchy.format)
