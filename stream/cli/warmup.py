@@ -16,7 +16,9 @@ Compile (after an install or upgrade) or load every engine's numba kernels once,
 pays for compilation inside its time budget, and refresh the cached engine listing. Run it once
 after installing (the Docker image runs it at build time). Kernels go to NUMBA_CACHE_DIR
 (default: the anonstream folder of your user cache). Engine families compile in parallel
-processes (--jobs); a fresh install takes about a minute on 2 cores, later runs a few seconds.
+processes (--jobs); a fresh install takes about a minute on 2 cores. Once every kernel of this
+version's sources is in the cache (a marker there, keyed by the sources, says so), a later run only
+refreshes the listing and says so; --force loads every kernel again (a few seconds).
 """
 
 
@@ -58,12 +60,17 @@ def cmd_warmup(args: argparse.Namespace) -> int:
     from core.engines.registry import engine_names
 
     started = time.perf_counter()
+    marker = warm_marker()
+    if marker is not None and os.path.exists(marker) and not args.engine and not getattr(args, "force", False):
+        cached_listing(refresh=True)
+        print(f"kernels already compiled for this version: every engine's kernels are in the cache "
+              f"({os.path.dirname(marker)}); --force loads them all again")
+        return 0
     names = args.engine or engine_names()
     times = warm_in_parallel(names, args.jobs)
     for name, seconds in times.items():
         print(f"{name:<15} {seconds:6.2f}s")
     cached_listing(refresh=True)
-    marker = warm_marker()
     if marker is not None and not args.engine:  # every engine: later processes of these sources compile nothing
         with open(marker, "w") as handle:
             handle.write("".join(f"{name} {seconds:.2f}\n" for name, seconds in times.items()))
@@ -81,4 +88,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--jobs", type=int, default=_cores(), metavar="N",
                    help="compile in up to N processes, one engine family each (default: the cores this "
                         "process may use, %(default)s here)")
+    w.add_argument("--force", action="store_true",
+                   help="load (or compile) every kernel even when the cache already holds this version's")
     w.set_defaults(func=cmd_warmup)

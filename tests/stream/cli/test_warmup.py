@@ -36,3 +36,23 @@ def test_only_a_run_over_every_engine_leaves_the_marker(monkeypatch: pytest.Monk
     assert not (tmp_path / "warm-x").exists()
     assert "mondrian" in capsys.readouterr().out
     assert warm_marker() is not None
+
+
+def test_a_warm_cache_is_not_loaded_again_unless_forced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "warm-x"
+    marker.write_text("lattice kernels 1.00\n")
+    monkeypatch.setattr("stream.cli.warmup.warm_marker", lambda: str(marker))
+    warmed: list[list[str]] = []
+
+    def warm(names: list[str], jobs: int) -> dict[str, float]:
+        warmed.append(names)
+        return {}
+
+    monkeypatch.setattr("stream.cli.warmup.warm_in_parallel", warm)
+    assert cmd_warmup(argparse.Namespace(engine=None, jobs=1, force=False)) == 0
+    assert warmed == [] and "already compiled for this version" in capsys.readouterr().out
+    assert cmd_warmup(argparse.Namespace(engine=None, jobs=1, force=True)) == 0
+    assert len(warmed) == 1 and "kernels ready" in capsys.readouterr().out
+    assert cmd_warmup(argparse.Namespace(engine=["mondrian"], jobs=1, force=False)) == 0  # one engine: loaded
+    assert warmed[-1] == ["mondrian"]
