@@ -9,7 +9,6 @@ from typing import Any
 
 from core.errors import InputDataError
 from stream.cli._ledger_options import console_service, guarded, ledger_options, print_json
-from stream.cli.risk import format_risk
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -77,6 +76,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     risk = ((d.get("manifest") or {}).get("privacy") or {}).get("risk")
     if risk:
         print("  re-identification risk:")
+        from stream.cli.risk import format_risk  # reads tables (pandas): only where a risk profile is printed
+
         print("\n".join(format_risk(risk, indent="    ")))
     if an.get("offences"):
         print("  offence frequency within its classes (mean / max share; overall share):")

@@ -21,9 +21,8 @@ from db import console_queries as q
 from db.feeds import feed_names, feed_of_release, feed_summary
 from db.session import Database
 from stream.config.settings import Settings
-from stream.console import analysis, controls, plots
+from stream.console import controls
 from stream.console.control_service import ConsoleControls
-from stream.console.front import front_points, recompute_front
 from stream.console.health import BrokerHealth
 from stream.console.redact import scrub
 from stream.console.release_warnings import classify
@@ -158,6 +157,7 @@ class ConsoleService(BrokerHealth, ConsoleControls):
             recs = q.release_records(s, release_id) if detail else None
         if detail is None:
             return None
+        from stream.console import analysis  # numpy, pandas: loaded by the first release page, not by `status`
         qis, sens, severity = self._spec_info(self._schema_of(release_id))
         columns, rows = recs if recs else ([], [])
         detail["analysis"] = analysis.analyse(columns, rows, qis, sens, severity) if columns else None
@@ -173,6 +173,8 @@ class ConsoleService(BrokerHealth, ConsoleControls):
 
     def front(self, release_id: str) -> dict[str, Any] | None:
         """The stored PBG-EA front, else one recomputed from the release's sample (cached)."""
+        from stream.console import analysis
+        from stream.console.front import front_points, recompute_front  # engines: on the first front asked
         with self._lock:
             if release_id in self._fronts:
                 return self._fronts[release_id]
@@ -201,6 +203,7 @@ class ConsoleService(BrokerHealth, ConsoleControls):
     def plot(self, release_id: str, kind: str) -> str | None:
         if kind not in PLOTS:
             return None
+        from stream.console import plots  # matplotlib: loaded by the first plot, not by `status` or a page
         if kind == "front":
             fr = self.front(release_id)
             if fr is None:
