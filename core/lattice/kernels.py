@@ -68,30 +68,45 @@ def group_rows(codes: np.ndarray, levels: np.ndarray, radix: np.ndarray,
 
 
 @njit(cache=True, nogil=True)
-def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
-           radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """Generalize a class table from levels ``src`` to ``dst`` and merge equal rows.
+def rollup_keys(tab: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray, radix: np.ndarray,
+                lo: int, hi: int, key: np.ndarray) -> None:  # pragma: no cover
+    """``key[lo:hi]``: the combined class key at ``dst`` of table rows ``lo .. hi - 1`` (see :func:`rollup`).
 
-    ``tab`` is (c, w) int32: per row the codes of the d QIs at ``src`` levels, then (if w > d) the
-    sensitive code, which is carried unchanged. ``up[a, s, t, code]`` maps QI a's code at level s
-    to level t. Returns the new table (distinct rows) and the summed counts.
+    Column by column: one QI's map (``up[a, src[a], dst[a]]``) is looked up for every row before the
+    next QI's, a third less time than the row-by-row loop on Adult's tables.
     """
-    c, w = tab.shape
+    w = tab.shape[1]
+    d = up.shape[0]
+    for j in range(lo, hi):
+        key[j] = 0
+    for a in range(w):
+        r = radix[a]
+        if a < d and src[a] != dst[a]:
+            up_a = up[a, src[a], dst[a]]
+            for j in range(lo, hi):
+                key[j] += up_a[tab[j, a]] * r
+        else:
+            for j in range(lo, hi):
+                key[j] += tab[j, a] * r
+
+
+@njit(cache=True, nogil=True)
+def rollup_merge(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                 key: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Merge the table rows listed in ``rows`` (ascending) by ``key``: their distinct rows at ``dst``, with counts.
+
+    Classes are numbered in order of their first row, so the output does not depend on the hash.
+    """
+    c = rows.shape[0]
+    w = tab.shape[1]
     d = up.shape[0]
     slot_key, slot_cls, mask = _hash_table(c)
     rep = np.empty(c, np.int64)
     sizes = np.zeros(c, np.int64)
     n = 0
-    for j in range(c):
-        key = 0
-        for a in range(d):
-            code = tab[j, a]
-            if src[a] != dst[a]:
-                code = up[a, src[a], dst[a], code]
-            key += code * radix[a]
-        for a in range(d, w):
-            key += tab[j, a] * radix[a]
-        cl = _probe(slot_key, slot_cls, mask, key, n)
+    for i in range(c):
+        j = rows[i]
+        cl = _probe(slot_key, slot_cls, mask, key[j], n)
         if cl == n:
             rep[n] = j
             n += 1
@@ -99,14 +114,27 @@ def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, ds
     out = np.empty((n, w), np.int32)
     for i in range(n):
         j = rep[i]
-        for a in range(d):
+        for a in range(w):
             code = tab[j, a]
-            if src[a] != dst[a]:
+            if a < d and src[a] != dst[a]:
                 code = up[a, src[a], dst[a], code]
             out[i, a] = code
-        for a in range(d, w):
-            out[i, a] = tab[j, a]
     return out, sizes[:n]
+
+
+@njit(cache=True, nogil=True)
+def rollup(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
+           radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Generalize a class table from levels ``src`` to ``dst`` and merge equal rows.
+
+    ``tab`` is (c, w) int32: per row the codes of the d QIs at ``src`` levels, then (if w > d) the
+    sensitive code, which is carried unchanged. ``up[a, s, t, code]`` maps QI a's code at level s
+    to level t. Returns the new table (distinct rows, in order of their first row) and the summed counts.
+    """
+    c = tab.shape[0]
+    key = np.empty(c, np.int64)
+    rollup_keys(tab, up, src, dst, radix, 0, c, key)
+    return rollup_merge(tab, cnt, up, src, dst, key, np.arange(c))
 
 
 @njit(cache=True, nogil=True)
