@@ -77,7 +77,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     if risk:
         print("  re-identification risk:")
         from stream.cli.risk import format_risk  # reads tables (pandas): only where a risk profile is printed
-
         print("\n".join(format_risk(risk, indent="    ")))
     if an.get("offences"):
         print("  offence frequency within its classes (mean / max share; overall share):")
