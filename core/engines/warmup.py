@@ -110,9 +110,11 @@ def warm_lattice_kernels(batch: EncodedBatch | None = None) -> float:
     A search starts on numpy and moves to the kernels only once they pay (core/lattice/backend.py),
     so a warm-up run of a full-domain engine on a small slice never touches them: this evaluates
     every node of the tiny batch's lattice on the numba backend, with and without a sensitive
-    attribute, so that ``anonstream warmup`` leaves every kernel in numba's cache.
+    attribute, and splits one roll-up in two (core/lattice/threads.py), so that ``anonstream warmup``
+    leaves every kernel in numba's cache.
     """
     from core.lattice import Lattice, NodeEvaluator
+    from core.lattice.threads import warm as warm_split
     from core.privacy import PrivacyRequirement
 
     started = time.perf_counter()
@@ -123,4 +125,5 @@ def warm_lattice_kernels(batch: EncodedBatch | None = None) -> float:
         for node in sorted(nodes, key=lambda n: -sum(n)):  # most general first, as a search seeds them
             evaluator.prepare_projection(node)
             evaluator.evaluate(node)
+        warm_split(evaluator)  # the two-thread roll-up of large tables, which a tiny batch never reaches
     return time.perf_counter() - started

@@ -221,10 +221,10 @@ class NodeEvaluator:
         radix = self._radix(node, with_sens=True)
         if up is None or radix is None:
             return None
-        from core.lattice.kernels import rollup
+        from core.lattice.threads import roll_up  # one pass, or two threads on a large table (same rows)
 
         src, tab, cnt = self._source(node)
-        out, sizes = rollup(tab, cnt, up, np.asarray(src, np.int64), np.asarray(node, np.int64), radix)
+        out, sizes = roll_up(tab, cnt, up, np.asarray(src, np.int64), np.asarray(node, np.int64), radix)
         self.tables.add(node, out, sizes)
         return out, sizes
 

@@ -91,6 +91,27 @@ def rollup_keys(tab: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarra
 
 
 @njit(cache=True, nogil=True)
+def rollup_split(tab: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray, radix: np.ndarray,
+                 lo: int, hi: int, key: np.ndarray, order: np.ndarray) -> int:  # pragma: no cover
+    """Keys of rows ``lo .. hi - 1`` (:func:`rollup_keys`) and those rows in ``order[lo:hi]``, part 0 then part 1.
+
+    A row's part is one bit of its key's hash (bit 40 of the product, not a bit of the slot index a
+    merge takes from the low bits); each part keeps row order. Returns how many rows are in part 0.
+    """
+    rollup_keys(tab, up, src, dst, radix, lo, hi, key)
+    zeros = 0
+    for j in range(lo, hi):
+        zeros += 1 - (((key[j] * 0x9E3779B97F4A7C15) >> 40) & 1)
+    first, second = lo, lo + zeros
+    for j in range(lo, hi):  # without a branch: the bit is a coin toss, a branch on it a misprediction in two
+        bit = ((key[j] * 0x9E3779B97F4A7C15) >> 40) & 1
+        order[first + bit * (second - first)] = j
+        first += 1 - bit
+        second += bit
+    return zeros
+
+
+@njit(cache=True, nogil=True)
 def rollup_merge(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
                  key: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """Merge the table rows listed in ``rows`` (ascending) by ``key``: their distinct rows at ``dst``, with counts.

@@ -1,0 +1,130 @@
+"""Both cores for a large roll-up: the table is split in two halves, one per core, when that pays.
+
+A roll-up (:func:`~core.lattice.kernels.rollup`) computes every table row's class key at the target
+node, then merges equal keys in a hash table. On two cores :func:`roll_up` splits both steps:
+
+1. each core computes the keys of half the rows and sorts its half (stably) into two parts by one bit
+   of the key's hash (:func:`~core.lattice.kernels.rollup_split`);
+2. each core merges one part (:func:`~core.lattice.kernels.rollup_merge`): its rows from the first
+   half, then from the second, in row order. Equal keys have the same hash, so a class never spans
+   both parts, and the table is part 0's classes followed by part 1's.
+
+The halves and the parts are fixed (two of each), never the number of threads: run inline, on one
+thread (:func:`split_roll_up` without an executor), the split gives the very same table. It holds
+the same rows and counts as the one-pass roll-up, in another order, and nothing computed from a
+table depends on its order (counts, sums of integers, minima, the loss summed exactly:
+core/lattice/suppression.py), so a search finds the same node with the same counters whichever
+path rolled its tables up (``tests/core/lattice/test_threads.py``).
+
+Rent or buy, measured with bench/lattice_threads.py on this 2-core machine (always under load 7-11
+from other work, so the idle figures come from each thread's own CPU time): the split does more work
+than one pass (the parts, two hash tables, the joins: 0-35 % more CPU), and handing half of it to the
+second thread and waiting for it costs two thread wake-ups. Its critical path (the slower thread of
+each step, plus the joins) is 0.75 of one pass at 8,192 rows, 0.7 at 32,768, 0.6-0.65 from 65,536
+(medians); so a table is split only from :data:`PARALLEL_ROWS` rows, where the wake-ups are a few per
+cent of the work. Adult's largest table has 19,502 rows: its searches never split. And only while a
+core is spare (the 1-minute load average, read at most once a second, below the cores minus a half):
+on the loaded machine a wake-up waits for a time slice, and the split took 0.85-1.5 times the wall
+time of one pass for 2-35 % more CPU (Adult k = 5, <= 4 %, every table split: 1.49 s against 1.22 s,
+0.72 against 0.64 CPU-s). One search at a time uses the second thread (a lock, tried without
+waiting); any other rolls up in one pass.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from core.lattice.evaluator import NodeEvaluator
+
+# Table rows from which a roll-up is split over two threads (see the module: about 1.4 times faster
+# from here on an idle machine, by each thread's CPU time; at 8,192 rows about 1.2, less the wake-ups).
+PARALLEL_ROWS = 32_768
+
+_lock = threading.Lock()
+_load: tuple[float, bool] = (-math.inf, False)  # (when read, whether a core was spare)
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, the pool): a forked child makes its own
+_threads = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def threads() -> int:
+    """Threads a roll-up may use: 2 when this process may run on two cores or more, else 1."""
+    return _threads
+
+
+def set_threads(count: int) -> int:
+    """Use ``count`` threads (1 or 2) for roll-ups from now on; returns the previous count."""
+    global _threads
+    if count not in (1, 2):
+        raise ValueError(f"a roll-up uses 1 or 2 threads, not {count}")
+    previous, _threads = _threads, count
+    return previous
+
+
+def spare_core() -> bool:
+    """Is a core spare for the second thread: the 1-minute load average below the cores minus a half?"""
+    global _load
+    now = time.monotonic()
+    if now - _load[0] >= 1.0:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        _load = (now, os.getloadavg()[0] < cores - 0.5)
+    return _load[1]
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():
+        _pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="lattice"))
+    return _pool[1]
+
+
+def roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
+            radix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`~core.lattice.kernels.rollup`, split over two threads when the table is large enough."""
+    from core.lattice.kernels import rollup
+
+    if _threads < 2 or tab.shape[0] < PARALLEL_ROWS or not spare_core() or not _lock.acquire(blocking=False):
+        return rollup(tab, cnt, up, src, dst, radix)
+    try:
+        return split_roll_up(tab, cnt, up, src, dst, radix, _executor())
+    finally:
+        _lock.release()
+
+
+def split_roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                  radix: np.ndarray, executor: Executor | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The two-part roll-up (see the module): the second half and part on ``executor``, or inline if None."""
+    from core.lattice.kernels import rollup_merge, rollup_split
+
+    c = tab.shape[0]
+    half = c // 2
+    key = np.empty(c, np.int64)
+    order = np.empty(c, np.int64)
+    args = (tab, up, src, dst, radix)
+    later = executor.submit(rollup_split, *args, half, c, key, order) if executor is not None else None
+    first_zeros = rollup_split(*args, 0, half, key, order)
+    second_zeros = later.result() if later is not None else rollup_split(*args, half, c, key, order)
+    part0 = np.concatenate((order[:first_zeros], order[half:half + second_zeros]))
+    part1 = np.concatenate((order[first_zeros:half], order[half + second_zeros:]))
+    merge = (tab, cnt, up, src, dst, key)
+    merged1 = executor.submit(rollup_merge, *merge, part1) if executor is not None else None
+    out0, sizes0 = rollup_merge(*merge, part0)
+    out1, sizes1 = merged1.result() if merged1 is not None else rollup_merge(*merge, part1)
+    return np.concatenate((out0, out1)), np.concatenate((sizes0, sizes1))
+
+
+def warm(evaluator: NodeEvaluator) -> None:
+    """Load (after a fresh install: compile) the split's kernels: roll the bottom table up to the top in two parts.
+
+    The tables of a warm-up batch are far below :data:`PARALLEL_ROWS`, so a warm-up search never splits one."""
+    top = np.asarray(evaluator.heights, np.int64)
+    up, radix = evaluator._up_cube(), evaluator._radix(tuple(int(h) for h in top), with_sens=True)
+    if up is not None and radix is not None:
+        split_roll_up(evaluator.bottom_tab, evaluator.counts, up, np.zeros_like(top), top, radix)
