@@ -45,7 +45,8 @@ from db.models import Window
 from stream.config.settings import Settings
 from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
-from stream.worker.engine_choice import engine_module_of
+from stream.worker.engine_choice import default_engine, engine_module_of
+from stream.worker.fork_warm import ENGINE_VARIABLE
 from stream.worker.release import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -124,8 +125,10 @@ class ReleasePool:
         self.settings, self.worker, self.processes = settings, worker, processes
         self._ctx = multiprocessing.get_context("forkserver")
         # the server imports this module once, with numba's tables (fork_preload.py), and the engine's module
-        # (if it fails to, the children import their engine themselves)
-        self._ctx.set_forkserver_preload(["stream.worker.fork_preload", engine_module_of(settings)])
+        # (if it fails to, the children import their engine themselves), then loads its kernels (fork_warm.py)
+        os.environ[ENGINE_VARIABLE] = settings.engine or default_engine(settings)
+        self._ctx.set_forkserver_preload(["stream.worker.fork_preload", engine_module_of(settings),
+                                          "stream.worker.fork_warm"])
         self._callbacks: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._pool_lock = threading.Lock()  # the pool is built and rebuilt from threads (see _submit)

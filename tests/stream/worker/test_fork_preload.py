@@ -55,3 +55,19 @@ def test_the_worker_process_never_imports_numba_or_the_engine(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["[]", "cg-diverse"]  # the default engine under the default l = 2
+
+
+def _segment_signatures() -> int:
+    """In a release process: how many compiled signatures CG's segmentation kernel holds before any run."""
+    from core.engines.cg import kernels
+
+    return len(kernels.segment.signatures)
+
+
+def test_a_release_process_starts_with_its_engines_kernels_loaded(tmp_path: Path) -> None:
+    pool = ReleasePool(_settings(tmp_path), "w1", 1)  # the default engine, cg-diverse
+    try:
+        compiled = asyncio.run(pool._submit(_segment_signatures))
+    finally:
+        pool.close()
+    assert compiled > 0  # loaded once in the fork server (fork_warm.py), not again in each release process

@@ -1,0 +1,27 @@
+"""What the release processes' fork server runs once after :mod:`stream.worker.fork_preload`: the worker's
+engine on a synthetic 64-row batch (:func:`core.engines.warmup.warm_up_all`), so its numba kernels are
+loaded in the server and every release process forked from it inherits them.
+
+Each release process used to load them itself in its warm-up, from the kernel cache (about 0.8 s of
+CPU per process for CG-Diverse, the default); a worker with two release processes paid that twice at
+every start and at every rebuild of its pool. The children still warm up on the worker's first reports
+(:meth:`stream.worker.release.Orchestrator.warm_up`): what their own columns need beyond the synthetic
+batch loads there. The engine is named by :data:`ENGINE_VARIABLE`, which
+:class:`stream.worker.pool.ReleasePool` sets before the server starts; a warm-up that fails changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+ENGINE_VARIABLE = "ANONSTREAM_FORK_WARM_ENGINE"
+
+if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules and os.environ.get(ENGINE_VARIABLE):
+    from core.engines.warmup import warm_up_all
+
+    try:
+        warm_up_all([os.environ[ENGINE_VARIABLE]])
+    except Exception as exc:  # an unknown engine, a kernel that fails to load: the children warm up themselves
+        logging.getLogger(__name__).debug("fork server warm-up skipped: %s", type(exc).__name__)
