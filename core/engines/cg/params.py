@@ -12,7 +12,7 @@ from core.encoding import EncodedBatch
 from core.engines.base import BandsParams
 from core.errors import InfeasibleError, ParamsError, SpecError, preview
 
-TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window converges in ~25 sweeps (~2 s of one core)
+TIME_CAP_S = 60.0  # safety cap only; a 10,000-report window: ~3.2 CPU-s for both runs (bench/release_window.py)
 MAX_SWEEPS = 100  # the deterministic work budget (docs/engines/cg-kanon.md, "Budget")
 
 
