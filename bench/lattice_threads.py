@@ -13,6 +13,12 @@ Two sections, each timed as the median of ``--repeat`` interleaved runs, wall ti
   leaves the rule as it is: split only from PARALLEL_ROWS rows and while a core is spare).
 
     .venv/bin/python bench/lattice_threads.py [--repeat 7] [--force] [--rows 8192] [--sizes 4096,65536]
+
+On a machine shared at equal priority a process gets about one core's worth whatever its threads (the
+kernel's scheduling groups), so two threads cannot show what they do on an idle machine. To measure
+that, run the benchmark in its own scheduling group at a high priority (as root; Linux autogroups):
+
+    setsid sh -c 'echo -19 > /proc/self/autogroup && exec .venv/bin/python bench/lattice_threads.py --force'
 """
 
 from __future__ import annotations

@@ -16,18 +16,19 @@ table depends on its order (counts, sums of integers, minima, the loss summed ex
 core/lattice/suppression.py), so a search finds the same node with the same counters whichever
 path rolled its tables up (``tests/core/lattice/test_threads.py``).
 
-Rent or buy, measured with bench/lattice_threads.py on this 2-core machine (always under load 7-11
-from other work, so the idle figures come from each thread's own CPU time): the split does more work
-than one pass (the parts, two hash tables, the joins: 0-35 % more CPU), and handing half of it to the
-second thread and waiting for it costs two thread wake-ups. Its critical path (the slower thread of
-each step, plus the joins) is 0.75 of one pass at 8,192 rows, 0.7 at 32,768, 0.6-0.65 from 65,536
-(medians); so a table is split only from :data:`PARALLEL_ROWS` rows, where the wake-ups are a few per
-cent of the work. Adult's largest table has 19,502 rows: its searches never split. And only while a
-core is spare (the 1-minute load average, read at most once a second, below the cores minus a half):
-on the loaded machine a wake-up waits for a time slice, and the split took 0.85-1.5 times the wall
-time of one pass for 2-35 % more CPU (Adult k = 5, <= 4 %, every table split: 1.49 s against 1.22 s,
-0.72 against 0.64 CPU-s). One search at a time uses the second thread (a lock, tried without
-waiting); any other rolls up in one pass.
+Rent or buy, measured with bench/lattice_threads.py on this 2-core machine. The split does more work
+than one pass (the parts, two hash tables, the joins): 5-20 % more CPU on one thread; on two, from
+32,768 rows, between 9 % less and 29 % more.
+With both cores to itself (the benchmark's scheduling group at nice -19, the rest of the machine busy),
+two threads took 1.56 times the wall time of one pass at 4,096 rows, 0.96 at 8,192, 1.12 at 16,384,
+0.84 at 32,768, 0.77 at 65,536 and 0.61 at 262,144; so a table is split only from
+:data:`PARALLEL_ROWS` rows. Adult's largest table has 19,502 rows: its searches never split (forced
+to split from 8,192 rows, Adult k = 5, <= 4 % took 0.88 s instead of 0.78). And only while a core is
+spare (the 1-minute load average, read at most once a second, below the cores minus a half): sharing
+the machine at equal priority (load 7-11 from other work), a process gets about one core's worth
+whatever its threads, every wake-up waits for a time slice, and the split took 0.85-1.5 times the
+wall time of one pass. One search at a time uses the second thread (a lock, tried without waiting);
+any other rolls up in one pass.
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ import numpy as np
 if TYPE_CHECKING:
     from core.lattice.evaluator import NodeEvaluator
 
-# Table rows from which a roll-up is split over two threads (see the module: about 1.4 times faster
-# from here on an idle machine, by each thread's CPU time; at 8,192 rows about 1.2, less the wake-ups).
+# Table rows from which a roll-up is split over two threads: the measured break-even (see the module).
 PARALLEL_ROWS = 32_768
 
 _lock = threading.Lock()
