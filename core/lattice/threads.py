@@ -24,7 +24,8 @@ two threads took 1.56 times the wall time of one pass at 4,096 rows, 0.96 at 8,1
 0.84 at 32,768, 0.77 at 65,536 and 0.61 at 262,144; so a table is split only from
 :data:`PARALLEL_ROWS` rows. Adult's largest table has 19,502 rows: its searches never split (forced
 to split from 8,192 rows, Adult k = 5, <= 4 % took 0.88 s instead of 0.78). And only while a core is
-spare (the 1-minute load average, read at most once a second, below the cores minus a half): sharing
+spare (the 1-minute load average, read at most once a second, below the cores minus a half: the
+command line and the release processes say so through :func:`configure`, stream/ops/cores.py): sharing
 the machine at equal priority (load 7-11 from other work), a process gets about one core's worth
 whatever its threads, every wake-up waits for a time slice, and the split took 0.85-1.5 times the
 wall time of one pass. One search at a time uses the second thread (a lock, tried without waiting);
@@ -33,29 +34,25 @@ any other rolls up in one pass.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
-import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from core.lattice.evaluator import NodeEvaluator
 
 # Table rows from which a roll-up is split over two threads: the measured break-even (see the module).
 PARALLEL_ROWS = 32_768
 
 _lock = threading.Lock()
-_load: tuple[float, bool] = (-math.inf, False)  # (when read, whether a core was spare)
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, the pool): a forked child makes its own
-_threads = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+_threads = 1  # core reads nothing of its machine: the process that runs it says what it may use (configure)
+_spare: Callable[[], bool] = lambda: True
 
 
 def threads() -> int:
-    """Threads a roll-up may use: 2 when this process may run on two cores or more, else 1."""
+    """Threads a roll-up may use (1 unless :func:`configure` or :func:`set_threads` said 2)."""
     return _threads
 
 
@@ -68,14 +65,17 @@ def set_threads(count: int) -> int:
     return previous
 
 
+def configure(count: int, spare: Callable[[], bool]) -> None:
+    """What this process may use: ``count`` threads, and ``spare``, asked before each split, whether a core
+    is free for the second one now (stream/ops/cores.py reads the machine; core never does)."""
+    global _spare
+    set_threads(count)
+    _spare = spare
+
+
 def spare_core() -> bool:
-    """Is a core spare for the second thread: the 1-minute load average below the cores minus a half?"""
-    global _load
-    now = time.monotonic()
-    if now - _load[0] >= 1.0:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        _load = (now, os.getloadavg()[0] < cores - 0.5)
-    return _load[1]
+    """Is a core spare for the second thread now (the predicate :func:`configure` was given)?"""
+    return _spare()
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -120,7 +120,7 @@ def split_roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndar
     return np.concatenate((out0, out1)), np.concatenate((sizes0, sizes1))
 
 
-def warm(evaluator: NodeEvaluator) -> None:
+def warm(evaluator: Any) -> None:  # a NodeEvaluator (core/lattice/evaluator.py imports this module)
     """Load (after a fresh install: compile) the split's kernels: roll the bottom table up to the top in two parts.
 
     The tables of a warm-up batch are far below :data:`PARALLEL_ROWS`, so a warm-up search never splits one."""

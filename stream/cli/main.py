@@ -71,10 +71,19 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+# commands whose engines may search a lattice: they may use a spare core for large roll-ups
+LATTICE_COMMANDS = ("anonymize", "front", "spec", "risk")
+
+
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the process entry point (not a test calling main): choose the kernel cache
+    entry = argv is None  # the process entry point (not a test calling main): choose the kernel cache
+    if entry:
         use_kernel_cache()
     argv = sys.argv[1:] if argv is None else list(argv)
+    if entry and _command(argv) in LATTICE_COMMANDS:
+        from stream.ops.cores import use_spare_cores
+
+        use_spare_cores()
     parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     from stream.ops import logs

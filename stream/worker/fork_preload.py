@@ -23,6 +23,8 @@ from numba.core.registry import cpu_target
 
 import core.risk.profile  # noqa: F401  (every release computes its risk profile: scipy, once here)
 import stream.worker.pool  # noqa: F401  (the release processes run its functions)
+from stream.ops.cores import use_spare_cores
 
 cpu_target.typing_context.refresh()
 cpu_target.target_context.refresh()
+use_spare_cores()  # a lattice engine's large roll-ups may use a spare core (core/lattice/threads.py)
