@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 
 from stream.cli.engines import cached_listing
+from stream.ops.cores import usable_cores
 from stream.ops.kernel_cache import warm_marker
 
 WARMUP_HELP = """\
@@ -20,10 +21,6 @@ processes (--jobs); a fresh install takes about a minute on 2 cores. Once every 
 version's sources is in the cache (a marker there, keyed by the sources, says so), a later run only
 refreshes the listing and says so; --force loads every kernel again (a few seconds).
 """
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def families(names: list[str]) -> list[list[str]]:
@@ -85,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("warmup", help="compile or load every engine's kernels once (run after installing)",
                        description=WARMUP_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     w.add_argument("--engine", action="append", choices=engine_names(), help="only this engine (repeatable)")
-    w.add_argument("--jobs", type=int, default=_cores(), metavar="N",
+    w.add_argument("--jobs", type=int, default=usable_cores(), metavar="N",
                    help="compile in up to N processes, one engine family each (default: the cores this "
                         "process may use, %(default)s here)")
     w.add_argument("--force", action="store_true",

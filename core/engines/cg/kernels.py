@@ -99,6 +99,39 @@ def _start(kind, x, mn, mx, lv, t):  # pragma: no cover - numba
 
 
 @njit(cache=True, nogil=True)
+def _add_sensitive(v, severity, i, stamp, cnt, distinct, qv, sum_s):  # pragma: no cover - numba
+    """A row with sensitive value ``v`` joins the class growing from position ``i``: its distinct count,
+    the sum over values of severity-weighted squared counts (``qv``) and the severity sum, updated."""
+    if stamp[v] != i:
+        stamp[v] = i
+        cnt[v] = 0
+    if cnt[v] == 0:
+        distinct += 1
+    qv += severity * (2 * cnt[v] + 1)
+    cnt[v] += 1
+    return distinct, qv, sum_s + severity
+
+
+@njit(cache=True, nogil=True)
+def _classes_of(back, n):  # pragma: no cover - numba
+    """The class number of each position (-1 = skipped) and the count, read back from ``back`` (each
+    prefix's last class size, 0 = its last row skipped)."""
+    out = np.full(n, -1, np.int64)
+    j = n
+    cid = 0
+    while j > 0:
+        size = back[j]
+        if size <= 0:
+            j -= 1
+            continue
+        for p in range(j - size, j):
+            out[p] = cid
+        cid += 1
+        j -= size
+    return out, cid
+
+
+@njit(cache=True, nogil=True)
 def segment(order, kmin, cap, lam, mode, lmin, ase_rule, ltarget, skip_cost, lm_scale, pr_scale,
             kind, x, span, g, height, cost_flat, cost_off, w, sens, sev, m):  # pragma: no cover - numba
     """Optimal split of ``order`` into consecutive classes of kmin..cap rows (plus skipped rows).
@@ -133,15 +166,7 @@ def segment(order, kmin, cap, lam, mode, lmin, ase_rule, ltarget, skip_cost, lm_
             t = order[i + size - 1]
             if size > 1:
                 _absorb(kind, x, g, height, mn, mx, lv, ref, t)
-            v = sens[t]
-            if stamp[v] != i:
-                stamp[v] = i
-                cnt[v] = 0
-            if cnt[v] == 0:
-                distinct += 1
-            qv += sev[t] * (2 * cnt[v] + 1)
-            cnt[v] += 1
-            sum_s += sev[t]
+            distinct, qv, sum_s = _add_sensitive(sens[t], sev[t], i, stamp, cnt, distinct, qv, sum_s)
             if size < kmin:
                 continue
             if mode == 1 and not diverse_ok(distinct, sum_s, size, lmin, ase_rule, ltarget):
@@ -151,19 +176,7 @@ def segment(order, kmin, cap, lam, mode, lmin, ase_rule, ltarget, skip_cost, lm_
             if c < best[i + size]:
                 best[i + size] = c
                 back[i + size] = size
-    out = np.full(n, -1, np.int64)
-    j = n
-    cid = 0
-    while j > 0:
-        size = back[j]
-        if size <= 0:
-            j -= 1
-            continue
-        for p in range(j - size, j):
-            out[p] = cid
-        cid += 1
-        j -= size
-    return out, cid
+    return _classes_of(back, n)
 
 
 @njit(cache=True, nogil=True)
@@ -197,15 +210,7 @@ def segment_table(order, kmin, cap, mode, lmin, ase_rule, ltarget, pr_scale, kin
             t = order[i + size - 1]
             if size > 1:
                 _absorb(kind, x, g, height, mn, mx, lv, ref, t)
-            v = sens[t]
-            if stamp[v] != i:
-                stamp[v] = i
-                cnt[v] = 0
-            if cnt[v] == 0:
-                distinct += 1
-            qv += sev[t] * (2 * cnt[v] + 1)
-            cnt[v] += 1
-            sum_s += sev[t]
+            distinct, qv, sum_s = _add_sensitive(sens[t], sev[t], i, stamp, cnt, distinct, qv, sum_s)
             if size < kmin:
                 continue
             if mode == 1 and not diverse_ok(distinct, sum_s, size, lmin, ase_rule, ltarget):
@@ -237,19 +242,7 @@ def segment_with(n, kmin, cap, lam, skip_cost, lm_scale, order, ok, il_t, pr_t):
             if c < best[i + size]:
                 best[i + size] = c
                 back[i + size] = size
-    out = np.full(n, -1, np.int64)
-    j = n
-    cid = 0
-    while j > 0:
-        size = back[j]
-        if size <= 0:
-            j -= 1
-            continue
-        for p in range(j - size, j):
-            out[p] = cid
-        cid += 1
-        j -= size
-    return out, cid
+    return _classes_of(back, n)
 
 
 @njit(cache=True, nogil=True)
