@@ -160,6 +160,13 @@ class Hierarchy(ABC):
         time; a hierarchy whose encoding does more than refuse values overrides this with its refusing part)."""
         self.encode(values, unknown)
 
+    def check_value(self, value: str, unknown: UnknownPolicy = "error") -> None:
+        """:meth:`check` of one value (a report's field at intake): the same refusals, the same errors.
+
+        The default builds a one-row column; hierarchies whose refusal is a lookup or a parse override
+        it so that a stream's intake does not pay a pandas column per report."""
+        self.check(pd.Series([value]), unknown)
+
     def covers(self, label: str, value: object) -> bool:
         """True if the generalized ``label`` is a generalization of the raw ``value``.
 

@@ -6,6 +6,8 @@ Cost is (days covered - 1) / (days in domain - 1), the ordered-attribute loss of
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import numpy as np
 import pandas as pd
 
@@ -13,7 +15,20 @@ from core import contract
 from core.errors import InputDataError, preview
 from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
 
+_SAFE_YEARS = (1678, 2261)  # whole years inside pandas' nanosecond timestamps
 _FORMATS = {"day": "%Y-%m-%d", "month": "%Y-%m", "year": "%Y"}
+
+
+def ambiguous_error(name: str, shown: list[str], fmt: contract.DateFormat | None) -> InputDataError:
+    fix = ("declare format = \"us\" or \"day-first\" in the spec" if fmt is None else
+           f"the declared layouts {list(contract.layouts(fmt))} read them as different dates; keep one")
+    return InputDataError(f"column '{name}' has ambiguous dates (day and month could be swapped): "
+                          f"{preview(shown)}; {fix}", reason="ambiguous-date")
+
+
+def unparsed_error(name: str, shown: list[str], fmt: contract.DateFormat | None) -> InputDataError:
+    return InputDataError(f"column '{name}' is a date ({contract.describe_date_format(fmt)}) but has "
+                          f"unparseable values: {preview(shown)}", reason="invalid-date")
 
 
 def to_days(name: str, values: pd.Series, fmt: contract.DateFormat | None = None) -> pd.DatetimeIndex:
@@ -22,15 +37,9 @@ def to_days(name: str, values: pd.Series, fmt: contract.DateFormat | None = None
     Values with a time of day (``01/08/2020 00:00``) become their day: the hierarchy's leaves are days."""
     days, bad, ambiguous = contract.to_days(values, fmt)
     if ambiguous.any():
-        shown = values[ambiguous].astype(str).unique().tolist()
-        fix = ("declare format = \"us\" or \"day-first\" in the spec" if fmt is None else
-               f"the declared layouts {list(contract.layouts(fmt))} read them as different dates; keep one")
-        raise InputDataError(f"column '{name}' has ambiguous dates (day and month could be swapped): "
-                             f"{preview(shown)}; {fix}", reason="ambiguous-date")
+        raise ambiguous_error(name, values[ambiguous].astype(str).unique().tolist(), fmt)
     if bad.any():
-        shown = values[bad].astype(str).unique().tolist()
-        raise InputDataError(f"column '{name}' is a date ({contract.describe_date_format(fmt)}) but has "
-                             f"unparseable values: {preview(shown)}", reason="invalid-date")
+        raise unparsed_error(name, values[bad].astype(str).unique().tolist(), fmt)
     return days
 
 
@@ -57,6 +66,23 @@ class DateHierarchy(Hierarchy):
     def check(self, values: pd.Series, unknown: UnknownPolicy = "error") -> None:
         """What :meth:`encode` refuses, without building the levels (a report's date, at intake)."""
         self._days(values, unknown)
+
+    def check_value(self, value: str, unknown: UnknownPolicy = "error") -> None:
+        """:meth:`check` of one value by the contract's scalar parser (no pandas column per report). A
+        day outside pandas' timestamp range (years 1678-2261) takes the column path, which refuses it."""
+        got = contract.parse_date(value, self.format)
+        if got is contract.AMBIGUOUS:
+            raise ambiguous_error(self.name, [value], self.format)
+        if not isinstance(got, datetime):
+            raise unparsed_error(self.name, [value], self.format)
+        if not _SAFE_YEARS[0] <= got.year <= _SAFE_YEARS[1]:
+            self.check(pd.Series([value]), unknown)
+            return
+        if self.domain is not None and unknown == "error":
+            day = got.replace(hour=0, minute=0, second=0, microsecond=0)
+            lo_d, hi_d = (pd.Timestamp(d, tz="UTC").to_pydatetime() for d in self.domain)
+            if day < lo_d or day > hi_d:
+                raise unknown_error(self.name, [day.strftime("%Y-%m-%d")])
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         row_code, distinct = factorize(values)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ import pandas as pd
 from core.contract import not_whole
 from core.errors import HierarchyError, InputDataError, preview
 from core.hierarchies.base import TOP, EncodedQI, Hierarchy, UnknownPolicy, factorize, unknown_error
+
+_PLAIN_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")  # read alike by float() and pandas
 
 
 def fmt_number(x: float) -> str:
@@ -172,6 +175,21 @@ class IntervalHierarchy(Hierarchy):
             low = origin + np.floor((x - origin) / w) * w
             out.append((low, low + w))
         return out
+
+    def check_value(self, value: str, unknown: UnknownPolicy = "error") -> None:
+        """:meth:`check` of one plain decimal (``34``, ``-2.5``) without a pandas column; any other text
+        takes the column path, whose numeric parsing is the reference."""
+        if _PLAIN_NUMBER.fullmatch(value) is None:
+            self.check(pd.Series([value]), unknown)
+            return
+        x = float(value)
+        if self.integer and not x.is_integer():
+            raise InputDataError(f"column '{self.name}' takes whole numbers but has: {preview([value])}",
+                                 reason="not-a-whole-number")
+        if unknown == "error" and (self.domain is not None or self.edges is not None):
+            lo, hi = self._domain(np.array([x]))
+            if x < lo or x > hi or (self.edges is not None and x >= hi):
+                raise unknown_error(self.name, [fmt_number(x)])
 
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error") -> EncodedQI:
         row_code, distinct = factorize(values)

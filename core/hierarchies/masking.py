@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from core.hierarchies.base import EncodedQI, Hierarchy, UnknownPolicy, factorize, stripped
+from core.hierarchies.base import EncodedQI, Hierarchy, UnknownPolicy, factorize, stripped, unknown_error
 from core.hierarchies.table import TableHierarchy
 
 
@@ -31,6 +31,12 @@ class MaskHierarchy(Hierarchy):
         codes = sorted(set(stripped(factorized[1])))
         table = TableHierarchy(self.name, mask_rows(codes, self.length, self.char), kind="masked")
         return table.encode(values, unknown, factorized)
+
+    def check_value(self, value: str, unknown: UnknownPolicy = "error") -> None:
+        """A code is its own leaf, cut to ``length``: only a longer code is outside the hierarchy."""
+        key = str(value).strip()
+        if unknown == "error" and self.length is not None and len(key) > self.length:
+            raise unknown_error(self.name, [key])
 
     def covers(self, label: str, value: object) -> bool:
         v = str(value).strip()

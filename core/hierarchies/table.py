@@ -88,6 +88,12 @@ class TableHierarchy(Hierarchy):
             lut[missing] = len(self.leaf_index)
         return lut[raw], bool(missing.any())
 
+    def check_value(self, value: str, unknown: UnknownPolicy = "error") -> None:
+        """Refuses a value that is not a leaf (when ``unknown`` is ``error``), as :meth:`encode` does."""
+        key = str(value).strip()
+        if unknown == "error" and key not in self.leaf_index:
+            raise unknown_error(self.name, [key])
+
     def encode(self, values: pd.Series, unknown: UnknownPolicy = "error",
                factorized: tuple[np.ndarray, np.ndarray] | None = None) -> EncodedQI:
         codes, has_unknown = self.leaf_codes(values, unknown, factorized)

@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from core.canonical import canonical_id, canonical_value
 from core.encoding import Schema
 from core.errors import AnonymizationError
@@ -130,7 +128,7 @@ class ReportValidator:
         if key not in self._cache:
             msg = None
             try:
-                self.schema.hierarchies[col].check(pd.Series([value]), self.unknown)
+                self.schema.hierarchies[col].check_value(value, self.unknown)
             except AnonymizationError as exc:
                 msg = value_rejection(self.schema.spec, col, exc)
             except (ValueError, TypeError):
