@@ -8,12 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from functools import lru_cache
 from typing import Any
+
+
+@lru_cache(maxsize=16)
+def _keyed(key: bytes) -> hmac.HMAC:
+    """An HMAC-SHA256 state keyed once: each fingerprint copies it (no digest lookup per report)."""
+    return hmac.new(key, digestmod=hashlib.sha256)
+
+
+def _hmac_hex(key: bytes, text: str) -> str:
+    """``hmac.digest(key, text, "sha256").hex()``, from the keyed state."""
+    h = _keyed(key).copy()
+    h.update(text.encode())
+    return h.hexdigest()
 
 
 def fingerprint(key: bytes, station: str, report_id: str) -> str:
     """Keyed HMAC-SHA256 of station + report id (the only form in which a report id is stored)."""
-    return hmac.digest(key, f"report\x1f{station}\x1f{report_id}".encode(), "sha256").hex()
+    return _hmac_hex(key, f"report\x1f{station}\x1f{report_id}")
 
 
 def person_fingerprint(key: bytes, values: list[str]) -> str | None:
@@ -21,7 +35,7 @@ def person_fingerprint(key: bytes, values: list[str]) -> str | None:
     norm = [" ".join(str(v).split()).casefold() for v in values]
     if not any(norm):
         return None
-    return hmac.digest(key, ("person\x1f" + "\x1f".join(norm)).encode(), "sha256").hex()
+    return _hmac_hex(key, "person\x1f" + "\x1f".join(norm))
 
 
 def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, str]]) -> str:
@@ -39,7 +53,7 @@ def content_fingerprint(key: bytes, person: list[str], fields: list[tuple[str, s
         text = "person-content\x1f" + "\x1f".join(norm) + "\x1e" + when
     else:
         text = "content\x1f" + "\x1f".join(f"{n}\x1e{v}" for n, v in sorted(fields))
-    return hmac.digest(key, text.encode(), "sha256").hex()
+    return _hmac_hex(key, text)
 
 
 def content_hash(data: dict[str, Any]) -> str:
