@@ -20,7 +20,7 @@ load (``os.getloadavg``) is printed with each case: on a loaded machine both pro
 ratio much less. Targets (issue 45): ratio <= 2.0 at every size and suppression level, memory ratio
 <= 1.5, Adult <= 4 % within 3 s.
 
-    PYTHONPATH=$PWD .venv/bin/python bench/whole_process.py [--repeat 3] [--quick] [--cases adult,x8] \
+    PYTHONPATH=$PWD .venv/bin/python bench/whole_process.py [--repeat 3] [--quick] [--cases 'adult,adult x8'] \
         [--suppression 0,0.04] [--typed-round-trip]
 """
 
@@ -156,7 +156,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="Adult, Adult x8 and IPUMS 25k only")
-    ap.add_argument("--cases", help="comma-separated case names to keep (e.g. 'Adult x8,IPUMS CPS 202k')")
+    ap.add_argument("--cases", help="comma-separated case names to keep, any case (e.g. 'Adult x8,IPUMS CPS 202k')")
     ap.add_argument("--cold", action="store_true", help="first run Adult once on an empty numba cache")
     ap.add_argument("--suppression", default="0,0.04", help="comma-separated --max-suppression levels")
     ap.add_argument("--typed-round-trip", action="store_true", help="round trip without dtype=str")
@@ -167,8 +167,11 @@ def main() -> None:
         tmp = Path(d)
         todo = cases(tmp, args.quick)
         if args.cases:
-            keep = {c.strip() for c in args.cases.split(",")}
-            todo = [c for c in todo if c[0] in keep]
+            keep = {c.strip().casefold() for c in args.cases.split(",")}
+            names = [c[0] for c in todo]
+            todo = [c for c in todo if c[0].casefold() in keep]
+            if not todo:
+                ap.error(f"--cases {args.cases!r} names no case; the cases are: {', '.join(names)}")
         if args.cold:
             cold_env = {**env, "NUMBA_CACHE_DIR": str(tmp / "numba-cold")}
             rows.append({**measure("Adult (empty numba cache)", *todo[0][1:], tmp, 1, cold_env)})  # 0 %
