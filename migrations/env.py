@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-from db.models import metadata
+from db import metadata
 
 cfg = context.config
 

@@ -28,7 +28,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from core.canonical import station_id
 from core.errors import AnonymizationError, ParamsError
 from db.url import sqlite_url, with_password
-from db.windows import WindowPolicy
+from db.window_policy import WindowPolicy
 from stream.config import names
 from stream.config.delay import DelayPolicy
 from stream.config.names import ENV_PREFIX

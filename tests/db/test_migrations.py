@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 import migrations
-from db.models import metadata
+from db import metadata
 
 
 def _head() -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 import migrations
-from db.models import metadata
+from db import metadata
 
 PROCESSES = 5
 

@@ -165,7 +165,7 @@ def test_screen_then_ledger_never_raises_and_accounts_every_message(validator: R
     """Arbitrary messages through screening AND the ledger write (SQLite): each is accepted, a duplicate
     or correction, or dead-lettered, exactly once."""
     db = Database(f"sqlite:///{tmp_path / 'h.db'}")
-    from db.models import metadata
+    from db import metadata
 
     metadata.create_all(db.engine)
     try:
