@@ -67,7 +67,8 @@ def test_delay_mode_survives_sigkill_and_bounds_every_delay(kafka: EmbeddedBroke
         for m in manifests:
             d = m["diagnostics"]["delay"]
             assert d["latency_tuples_max"] <= DELAY["tuples"]
-            assert d["latency_seconds_max"] < DELAY["seconds"]
+            # within the bound: the manifest rounds to the millisecond, so a latency of 14.9996 s reads 15.0
+            assert d["latency_seconds_max"] <= DELAY["seconds"]
             assert sum(d["suppressed"].values()) == m["counts"]["suppressed"]
         frames = [pd.DataFrame([{**r["values"], "class_id": r["class_id"]} for r in recs], dtype=object)
                   .assign(release=m["release_id"]) for m, recs in complete if recs]

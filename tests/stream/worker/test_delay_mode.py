@@ -80,7 +80,7 @@ def test_every_report_leaves_within_delta_released_once_or_counted(pg: PostgresS
     for m in manifests:
         d = m["diagnostics"]["delay"]
         assert d["latency_tuples_max"] <= settings.delay.tuples
-        assert d["latency_seconds_max"] < settings.delay.seconds
+        assert d["latency_seconds_max"] <= settings.delay.seconds  # rounded to the millisecond: 14.9996 reads 15.0
         assert sum(d["suppressed"].values()) == m["counts"]["suppressed"]
     qis = [c for c in released.columns if c in schema.qi_names]
     per_class = released.groupby(["release", *qis])["offence"].nunique()
