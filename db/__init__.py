@@ -5,7 +5,7 @@ broker is at-least-once and keeps no durable state that matters.
 
 The names below are loaded on first use (PEP 562), so importing one light module of the package
 (``db.url``, which the settings need) does not import SQLAlchemy and every model: a command that
-never opens the ledger (``keys``, ``generate``, ``spec``) starts about 0.45 s sooner. ``db.metadata``
+never opens the ledger (``keys``, ``push``, ``consume``, ``stop``) starts about 0.45 s sooner. ``db.metadata``
 (and ``db.Base``) load every module that declares tables first, so the metadata is complete;
 ``db.models.metadata`` alone holds only the tables of the modules imported so far.
 """

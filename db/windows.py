@@ -47,8 +47,6 @@ BACKFILL_MAX_S = 86_400
 that old holds no window either)."""
 
 
-
-
 class WindowRouter:
     """Assigns reports of one ingest transaction to windows, creating windows as needed."""
 

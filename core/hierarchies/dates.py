@@ -56,12 +56,18 @@ class DateHierarchy(Hierarchy):
         (unparseable or ambiguous dates, days outside a declared domain when ``unknown`` is ``error``)."""
         days = to_days(self.name, distinct, self.format)
         if self.domain is not None:
-            lo_d, hi_d = (pd.Timestamp(d, tz="UTC") for d in self.domain)
+            lo_d, hi_d = self._domain_days()
             outside = (days < lo_d) | (days > hi_d)
             if outside.any() and unknown == "error":
                 raise unknown_error(self.name, days[outside].strftime("%Y-%m-%d"))
             return days, lo_d, hi_d
         return days, days.min(), days.max()
+
+    def _domain_days(self) -> tuple[pd.Timestamp, pd.Timestamp]:
+        """The declared domain's first and last day (UTC); only called when a domain is declared."""
+        assert self.domain is not None
+        lo_d, hi_d = (pd.Timestamp(d, tz="UTC") for d in self.domain)
+        return lo_d, hi_d
 
     def check(self, values: pd.Series, unknown: UnknownPolicy = "error") -> None:
         """What :meth:`encode` refuses, without building the levels (a report's date, at intake)."""
@@ -80,7 +86,7 @@ class DateHierarchy(Hierarchy):
             return
         if self.domain is not None and unknown == "error":
             day = got.replace(hour=0, minute=0, second=0, microsecond=0)
-            lo_d, hi_d = (pd.Timestamp(d, tz="UTC").to_pydatetime() for d in self.domain)
+            lo_d, hi_d = self._domain_days()
             if day < lo_d or day > hi_d:
                 raise unknown_error(self.name, [day.strftime("%Y-%m-%d")])
 
