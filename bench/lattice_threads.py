@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._common import DATA, print_table, write_results
 from bench.vs_arx import adult_with_sensitive
+from core import parallel
 from core.encoding import encode
 from core.engines.registry import get_engine, make_params
 from core.engines.warmup import warm_lattice_kernels
@@ -118,7 +119,7 @@ def searches(repeat: int) -> list[dict[str, Any]]:
         found: dict[int, Any] = {}
 
         def run(count: int, batch: Any = batch, params: Any = params, found: dict[int, Any] = found) -> None:
-            threads.set_threads(count)
+            parallel.set_threads(count)
             rel = eng.anonymize(batch, params, np.random.default_rng(0))
             found[count] = (rel.diagnostics["levels"], rel.diagnostics["nodes_evaluated"], rel.diagnostics["search"],
                             rel.diagnostics["objective_value"], rel.suppressed.tolist())
@@ -144,7 +145,7 @@ def main() -> None:
     warm_lattice_kernels()
     if args.force:
         threads.PARALLEL_ROWS = args.rows
-        threads.spare_core = lambda: True
+        parallel.spare_core = lambda: True
     rollups = break_even([int(s) for s in args.sizes.split(",")], args.repeat)
     found = [] if args.skip_searches else searches(args.repeat)
     after = load()

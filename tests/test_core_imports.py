@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS: list[tuple[str, ...]] = [
     ("core.codes",),  # a table's columns factorized once: numpy and pandas only, read by risk, verify, metrics
+    ("core.parallel",),  # the second thread the running process allows: the standard library only
     ("core", "core.errors", "core.contract", "core.privacy", "core.risk", "core.dp_spec"),
     ("core.schema", "core.generators"),
     ("core.hierarchies",),

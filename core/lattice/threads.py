@@ -25,64 +25,25 @@ two threads took 1.56 times the wall time of one pass at 4,096 rows, 0.96 at 8,1
 :data:`PARALLEL_ROWS` rows. Adult's largest table has 19,502 rows: its searches never split (forced
 to split from 8,192 rows, Adult k = 5, <= 4 % took 0.88 s instead of 0.78). And only while a core is
 spare (the 1-minute load average, read at most once a second, below the cores minus a half: the
-command line and the release processes say so through :func:`configure`, stream/ops/cores.py): sharing
+command line and the release processes say so through :func:`core.parallel.configure`, stream/ops/cores.py): sharing
 the machine at equal priority (load 7-11 from other work), a process gets about one core's worth
 whatever its threads, every wake-up waits for a time slice, and the split took 0.85-1.5 times the
 wall time of one pass. One search at a time uses the second thread (a lock, tried without waiting);
-any other rolls up in one pass.
+any other rolls up in one pass (:func:`core.parallel.second_thread`).
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
 
+from core import parallel
+from core.parallel import second_thread
+
 # Table rows from which a roll-up is split over two threads: the measured break-even (see the module).
 PARALLEL_ROWS = 32_768
-
-_lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, the pool): a forked child makes its own
-_threads = 1  # core reads nothing of its machine: the process that runs it says what it may use (configure)
-_spare: Callable[[], bool] = lambda: True
-
-
-def threads() -> int:
-    """Threads a roll-up may use (1 unless :func:`configure` or :func:`set_threads` said 2)."""
-    return _threads
-
-
-def set_threads(count: int) -> int:
-    """Use ``count`` threads (1 or 2) for roll-ups from now on; returns the previous count."""
-    global _threads
-    if count not in (1, 2):
-        raise ValueError(f"a roll-up uses 1 or 2 threads, not {count}")
-    previous, _threads = _threads, count
-    return previous
-
-
-def configure(count: int, spare: Callable[[], bool]) -> None:
-    """What this process may use: ``count`` threads, and ``spare``, asked before each split, whether a core
-    is free for the second one now (stream/ops/cores.py reads the machine; core never does)."""
-    global _spare
-    set_threads(count)
-    _spare = spare
-
-
-def spare_core() -> bool:
-    """Is a core spare for the second thread now (the predicate :func:`configure` was given)?"""
-    return _spare()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="lattice"))
-    return _pool[1]
 
 
 def roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -90,12 +51,12 @@ def roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, d
     """:func:`~core.lattice.kernels.rollup`, split over two threads when the table is large enough."""
     from core.lattice.kernels import rollup
 
-    if _threads < 2 or tab.shape[0] < PARALLEL_ROWS or not spare_core() or not _lock.acquire(blocking=False):
+    if parallel.threads() < 2 or tab.shape[0] < PARALLEL_ROWS:
         return rollup(tab, cnt, up, src, dst, radix)
-    try:
-        return split_roll_up(tab, cnt, up, src, dst, radix, _executor())
-    finally:
-        _lock.release()
+    with second_thread() as pool:
+        if pool is None:
+            return rollup(tab, cnt, up, src, dst, radix)
+        return split_roll_up(tab, cnt, up, src, dst, radix, pool)
 
 
 def split_roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, dst: np.ndarray,

@@ -71,8 +71,8 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-# commands whose engines may search a lattice: they may use a spare core for large roll-ups
-LATTICE_COMMANDS = ("anonymize", "front", "spec", "risk")
+# commands that run engines: they may use a spare core (large roll-ups, a CG release's free-bands run)
+ENGINE_COMMANDS = ("anonymize", "front", "spec", "risk")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if entry:
         use_kernel_cache()
     argv = sys.argv[1:] if argv is None else list(argv)
-    if entry and _command(argv) in LATTICE_COMMANDS:
+    if entry and _command(argv) in ENGINE_COMMANDS:
         from stream.ops.cores import use_spare_cores
 
         use_spare_cores()

@@ -1,10 +1,11 @@
-"""What the lattice search may use of this machine: its second core, while one is spare.
+"""What core's work may use of this machine: its second core, while one is spare.
 
 core/ reads nothing of the machine it runs on; :func:`use_spare_cores` tells it
-(:func:`core.lattice.threads.configure`): two threads for a large roll-up when this process may run on
-two cores or more, and a core counts as spare while the 1-minute load average is below the cores
-minus a half (read at most once a second). Measured in core/lattice/threads.py: on a machine shared at
-equal priority a second thread waits for a time slice and the split costs wall time.
+(:func:`core.parallel.configure`): two threads (a lattice search's large roll-up, a CG release's
+free-bands run) when this process may run on two cores or more, and a core counts as spare while the
+1-minute load average is below the cores minus a half (read at most once a second). Measured in
+core/lattice/threads.py: on a machine shared at equal priority a second thread waits for a time slice
+and the split costs wall time.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class LoadCheck:
 
 
 def use_spare_cores() -> None:
-    """Let this process's lattice searches split large roll-ups over two threads while a core is spare."""
-    from core.lattice import threads
+    """Let core's work in this process use a second thread while a core is spare (core/parallel.py)."""
+    from core import parallel
 
     cores = usable_cores()
-    threads.configure(2 if cores >= 2 else 1, LoadCheck(cores))
+    parallel.configure(2 if cores >= 2 else 1, LoadCheck(cores))

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from core import parallel
 from core.encoding import Schema, encode
 from core.engines.registry import get_engine, make_params
 from core.lattice import Lattice, NodeEvaluator, threads
@@ -29,11 +30,11 @@ def always_split(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         return inner(tab, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(threads, "PARALLEL_ROWS", 0)
-    monkeypatch.setattr(threads, "spare_core", lambda: True)
+    monkeypatch.setattr(parallel, "spare_core", lambda: True)
     monkeypatch.setattr(threads, "split_roll_up", counted)
-    previous = threads.threads()
+    previous = parallel.threads()
     yield split
-    threads.set_threads(previous)
+    parallel.set_threads(previous)
 
 
 def _rows(tab: np.ndarray, cnt: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -62,7 +63,7 @@ def test_a_split_roll_up_is_one_table_whatever_the_threads(req: PrivacyRequireme
 
 
 def _release(batch_frame: pd.DataFrame, schema: Schema, values: dict[str, Any], count: int) -> dict[str, Any]:
-    threads.set_threads(count)
+    parallel.set_threads(count)
     batch = encode(batch_frame, schema)
     eng = get_engine("optimal")
     rel = eng.anonymize(batch, make_params(eng, values), np.random.default_rng(0))
@@ -95,16 +96,16 @@ def test_adult_at_four_percent_is_the_same_on_two_threads(always_split: list[int
 
 def test_the_thread_count_is_one_or_two() -> None:
     with pytest.raises(ValueError, match="1 or 2"):
-        threads.set_threads(3)
+        parallel.set_threads(3)
 
 
 @pytest.mark.parametrize(("rows", "spare"), [(10**9, True), (0, False)])
 def test_small_tables_and_a_busy_machine_roll_up_in_one_pass(monkeypatch: pytest.MonkeyPatch, rows: int,
                                                              spare: bool) -> None:
     monkeypatch.setattr(threads, "PARALLEL_ROWS", rows)
-    monkeypatch.setattr(threads, "spare_core", lambda: spare)
+    monkeypatch.setattr(parallel, "spare_core", lambda: spare)
     monkeypatch.setattr(threads, "split_roll_up", lambda *args, **kwargs: pytest.fail("split"))
-    previous = threads.set_threads(2)
+    previous = parallel.set_threads(2)
     try:
         frame, schema = make_table(11, 2000), small_schema()
         eng = get_engine("optimal")
@@ -112,4 +113,4 @@ def test_small_tables_and_a_busy_machine_roll_up_in_one_pass(monkeypatch: pytest
                             np.random.default_rng(0))
         assert rel.diagnostics["nodes_evaluated"] > 1
     finally:
-        threads.set_threads(previous)
+        parallel.set_threads(previous)

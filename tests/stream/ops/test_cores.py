@@ -1,11 +1,11 @@
-"""The lattice's second thread is the command line's choice (stream/ops/cores.py), never core's: core reads
+"""core's second thread is the command line's choice (stream/ops/cores.py), never core's: core reads
 nothing of its machine."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.lattice import threads
+from core import parallel as threads
 from stream.ops.cores import LoadCheck, usable_cores, use_spare_cores
 
 

@@ -1,0 +1,78 @@
+"""core's second thread: given only when allowed, spare and free; ``beside`` keeps one thread's order and errors."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from core import parallel
+
+
+@pytest.fixture
+def two_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(parallel, "spare_core", lambda: True)
+    previous = parallel.set_threads(2)
+    yield
+    parallel.set_threads(previous)
+
+
+def test_one_thread_runs_there_after_here_and_only_when_asked() -> None:
+    previous = parallel.set_threads(1)
+    try:
+        done: list[str] = []
+
+        def step(name: str, value: int) -> int:
+            done.append(name)
+            return value
+
+        first, second = parallel.beside(lambda: step("here", 1), lambda: step("there", 2))
+        assert (first, done) == (1, ["here"])  # nothing of there() yet: the one-thread order
+        assert second() == 2 and done == ["here", "there"]
+    finally:
+        parallel.set_threads(previous)
+
+
+def test_the_second_thread_runs_there_and_its_error_is_raised_when_read(two_threads: None) -> None:
+    names: list[str] = []
+
+    def there() -> int:
+        names.append(threading.current_thread().name)
+        raise ValueError("there failed")
+
+    first, second = parallel.beside(lambda: 1, there)
+    assert first == 1 and names and names[0] != threading.current_thread().name
+    with pytest.raises(ValueError, match="there failed"):
+        second()
+
+
+def test_an_error_here_waits_for_there_and_hands_the_thread_back(two_threads: None) -> None:
+    release = threading.Event()
+    finished: list[bool] = []
+
+    def there() -> None:
+        release.wait()
+        finished.append(True)
+
+    def here() -> None:
+        release.set()
+        raise RuntimeError("here failed")
+
+    with pytest.raises(RuntimeError, match="here failed"):
+        parallel.beside(here, there)
+    assert finished == [True]  # there() ran to its end before beside returned
+    with parallel.second_thread() as pool:
+        assert pool is not None  # the lock was released
+
+
+def test_no_second_thread_while_busy_held_or_not_allowed(two_threads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with parallel.second_thread() as held:
+        assert held is not None
+        with parallel.second_thread() as other:
+            assert other is None  # one caller at a time
+    monkeypatch.setattr(parallel, "spare_core", lambda: False)
+    with parallel.second_thread() as busy:
+        assert busy is None
+    with pytest.raises(ValueError, match="1 or 2"):
+        parallel.set_threads(3)
