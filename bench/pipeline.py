@@ -18,7 +18,7 @@ Measures
   * the ceiling: a faust agent forwarding every message of the same 50,000 reports to another topic,
     timed the same way (first push to last forwarded message).
 
-    .venv/bin/python bench/pipeline.py [--quick] [--scaling]
+    .venv/bin/python bench/pipeline.py [--quick] [--scaling] [--lone]
 
 Writes bench/results/pipeline.json and prints a table. The machine has 2 cores shared with other
 jobs: wall-clock figures are noisy, and two workers compete with the broker, PostgreSQL and the
@@ -308,6 +308,9 @@ def run_passthrough(kafka: EmbeddedBroker, workdir: Path, payloads: list[tuple[b
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="5 stations x 2,000 reports, one pipeline run")
+    parser.add_argument("--lone", action="store_true",
+                        help="only the lone-window runs (one station, one worker, three times): a window's latency "
+                             "on an otherwise quiet machine")
     parser.add_argument("--scaling", action="store_true",
                         help="also run one and two workers with RELEASE_CONCURRENCY=1 (one window per worker at a "
                              "time), which shows worker scaling when a single worker does not fill the cores")
@@ -324,6 +327,18 @@ def main() -> int:
     results: dict[str, Any] = {"stations": 5, "per_station": per_station,
                                "engine": "cg-diverse, k=5, l=2 (service default)", "machine": "2 shared cores; noisy"}
     try:
+        if args.lone:
+            lone = [p for p in payloads if p[0] == payloads[0][0]]
+            results["lone_window"] = []
+            for i in range(3):
+                print(f"pipeline, a lone {len(lone)}-report window ({i + 1}/3) ...", file=sys.stderr, flush=True)
+                results["lone_window"].append(run_pipeline(kafka, pg, workdir / f"lone{i}", lone, 1, per_station))
+            RESULTS.mkdir(parents=True, exist_ok=True)
+            (RESULTS / "pipeline_lone.json").write_text(json.dumps(results, indent=2))
+            close = [r["latency_full_windows_s"][0] for r in results["lone_window"] if r["latency_full_windows_s"]]
+            claim = [r["latency_from_claim_s"][0] for r in results["lone_window"]]
+            print(f"lone {per_station:,}-report window, close -> manifest (s): {close}; claim -> manifest: {claim}")
+            return 0
         print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
         results["passthrough"] = run_passthrough(kafka, workdir, payloads)
         if not args.quick:

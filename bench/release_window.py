@@ -6,7 +6,7 @@ worker does this on its first batch), then :class:`stream.worker.release.Orchest
 window ``--repeat`` times, each on a copy of the ingested ledger. Every stage is timed in wall and
 CPU (user + sys) seconds; the table gives medians, stages indented under their caller.
 
-    .venv/bin/python bench/release_window.py [--repeat 5] [--engine cg-diverse] [--profile]
+    .venv/bin/python bench/release_window.py [--repeat 5] [--engine cg-diverse] [--profile] [--threads 1|2|spare]
     .venv/bin/python bench/release_window.py --digest --seeds 1 2 3 --per-station 3000
 
 ``--digest`` prints, per engine and seed, a SHA-256 of what a release publishes (its record messages,
@@ -264,7 +264,8 @@ def run_timings(args: argparse.Namespace) -> dict[str, Any]:
     print(f"{'total (close_due)':<44}{wall:>8.3f}{cpu:>8.3f}")
     if profile:
         pstats.Stats(profile).sort_stats("tottime").print_stats(40).sort_stats("cumulative").print_stats(40)
-    return {"engine": args.engine, "seed": args.seed, "station": args.station, "reports": len(reports),
+    return {"engine": args.engine, "threads": args.threads, "seed": args.seed, "station": args.station,
+            "reports": len(reports),
             "repeat": args.repeat, "total_wall_s": round(wall, 3), "total_cpu_s": round(cpu, 3),
             "runs": [[round(a, 3), round(b, 3)] for a, b in totals], "same_content_every_run": len(digests) == 1,
             "stages": rows}
@@ -282,7 +283,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--engines", nargs="+", default=["cg-diverse", "cg-kanon"])
     parser.add_argument("--out", default="release_digests", help="results file name (--digest)")
+    parser.add_argument("--threads", choices=("1", "2", "spare"), default="spare",
+                        help="core's second thread (core/parallel.py): never, always, or while a core is spare "
+                             "(what a worker's release processes do; the default)")
     args = parser.parse_args(argv)
+    from core import parallel
+    from stream.ops.cores import use_spare_cores
+
+    if args.threads == "spare":
+        use_spare_cores()
+    else:
+        parallel.configure(int(args.threads), lambda: True)
     from stream.ops.runtime import quiet_clients
 
     quiet_clients()

@@ -27,6 +27,7 @@ from core.encoding import EncodedBatch
 from core.engines.base import Progress, Release, no_progress
 from core.hierarchies import TOP
 from core.hierarchies.intervals import parse_interval, split_interval
+from core.parallel import beside
 
 TARGET = 1.25
 """Most nested loss per QI, as a multiple of the free loss (issue 39)."""
@@ -145,13 +146,17 @@ def nesting_report(engine: str, batch: EncodedBatch, release: Release, free: Rel
 def with_nesting_report(engine: str, batch: EncodedBatch, params: Any, rng: np.random.Generator,
                         run: Callable[[Any, np.random.Generator, Progress], Release], progress: Progress) -> Release:
     """``run`` as asked; with nested bands and ``nesting_fallback``, also its free release on a copy of
-    ``rng`` (what ``bands = "free"`` with the same seed gives) and :func:`nesting_report` without relabelling."""
-    free_rng = copy.deepcopy(rng)
-    release = run(params, rng, progress)
+    ``rng`` (what ``bands = "free"`` with the same seed gives) and :func:`nesting_report` without relabelling.
+
+    The free run goes to core's second thread while the process allows it and a core is spare
+    (core/parallel.py; the CG kernels release the GIL): the two runs share no mutable input (the batch
+    is only read, each has its own generator) and their budgets count work, so the release is the
+    same on one thread or two (``tests/core/engines/test_nesting_threads.py``)."""
     if params.bands != "nested" or not params.nesting_fallback:
-        return release
-    free = run(params.model_copy(update={"bands": "free"}), free_rng, no_progress)
-    return nesting_report(engine, batch, release, free)
+        return run(params, rng, progress)
+    free_params, free_rng = params.model_copy(update={"bands": "free"}), copy.deepcopy(rng)
+    release, free = beside(lambda: run(params, rng, progress), lambda: run(free_params, free_rng, no_progress))
+    return nesting_report(engine, batch, release, free())
 
 
 def utility_with_nesting(utility: dict[str, Any], release: Release) -> dict[str, Any]:

@@ -19,9 +19,13 @@ import sys
 ENGINE_VARIABLE = "ANONSTREAM_FORK_WARM_ENGINE"
 
 if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules and os.environ.get(ENGINE_VARIABLE):
+    from core import parallel
     from core.engines.warmup import warm_up_all
 
+    previous = parallel.set_threads(1)  # no second thread in the server: release processes are forked from it
     try:
         warm_up_all([os.environ[ENGINE_VARIABLE]])
     except Exception as exc:  # an unknown engine, a kernel that fails to load: the children warm up themselves
         logging.getLogger(__name__).debug("fork server warm-up skipped: %s", type(exc).__name__)
+    finally:
+        parallel.set_threads(previous)
