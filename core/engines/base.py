@@ -23,7 +23,7 @@ VerificationMode = Literal["classes", "k-regular"]
 PRIVATE_DIAGNOSTICS = frozenset({"matching"})
 """Diagnostics that link released rows to input rows; never reported or published."""
 TIMING_DIAGNOSTICS = frozenset({"loss_curve", "curve", "search_s", "trace", "start_time_s", "candidates_time_s",
-                                "construction_time_s", "assign_time_s"})
+                                "construction_time_s", "assign_time_s", "cluster_time_s"})
 """Diagnostics holding wall-clock measurements: the only ones that differ between two runs of the same
 batch, parameters and seed (see :func:`reproducible_diagnostics`)."""
 

@@ -18,7 +18,10 @@ yet on the bench's tables the nested release still cost 3-7x the engine's free r
 ``diagnostics["nesting_fallback"]`` names each QI that fell back with its nested loss (the attempt
 that went over), its free loss, its released loss and why; it is ``{}`` when all QIs stayed nested.
 A free range breaks "bands never partly overlap" for that QI (docs/stream.md, nested bands).
-Deterministic per seed: the free run uses a copy of the generator, the attempts continue on it.
+Deterministic per seed: the free run uses a copy of the generator, the attempts continue on it. The
+free run of step 1 runs beside the nested one on core's second thread while a core is spare
+(core/parallel.py), without reporting progress; the runs share no mutable input, so the release is the
+same on one thread or two (``tests/core/engines/test_nesting_threads.py``).
 """
 
 from __future__ import annotations
@@ -32,13 +35,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from core.encoding import EncodedBatch
-from core.engines.base import BandsParams, Release
+from core.engines.base import BandsParams, Progress, Release, no_progress
 from core.engines.nesting import TARGET, fallback_entry, label_qi_loss, over_target, top_rows, warn_fallback
 from core.errors import InputDataError
+from core.parallel import beside
 
 P = TypeVar("P", bound=BandsParams)
-Run = Callable[[P, frozenset[str], np.random.Generator], Release]
-"""One run of an engine: its params (bands nested or free), the QIs released free, the generator."""
+Run = Callable[[P, frozenset[str], np.random.Generator, Progress], Release]
+"""One run of an engine: its params (bands nested or free), the QIs released free, the generator, its progress."""
 
 
 def _why(batch: EncodedBatch, q: str, nested: Release, free: Release, nested_loss: float, free_loss: float) -> str:
@@ -51,15 +55,17 @@ def _why(batch: EncodedBatch, q: str, nested: Release, free: Release, nested_los
 
 
 def nested_with_fallback(engine: str, batch: EncodedBatch, params: P, rng: np.random.Generator,
-                         run: Run[P], started: float, one_at_a_time: bool = True) -> Release:
+                         run: Run[P], started: float, progress: Progress = no_progress,
+                         one_at_a_time: bool = True) -> Release:
     """The nested release of ``run`` with the per-QI fallback of the module docstring (``started``: the
     engine's start, for the release's run time). ``one_at_a_time``: each round releases free only the QI
     that loses most over its free labels (the others may come within the target once it is free);
     otherwise every QI over the target at once (fewer runs, for a costly search)."""
-    free_rng = copy.deepcopy(rng)
-    release = run(params, frozenset(), rng)
+    free_rng, free_params = copy.deepcopy(rng), params.model_copy(update={"bands": "free"})
+    release, free_run = beside(lambda: run(params, frozenset(), rng, progress),
+                               lambda: run(free_params, frozenset(), free_rng, no_progress))
     try:
-        free = run(params.model_copy(update={"bands": "free"}), frozenset(), free_rng)
+        free = free_run()
     except InputDataError as exc:  # values that cannot be written in a set label: no free reference
         note = {**release.diagnostics, "nesting_fallback": {}, "nesting_check": f"not measured: {exc}"}
         return dataclasses.replace(release, diagnostics=note)
@@ -76,7 +82,7 @@ def nested_with_fallback(engine: str, batch: EncodedBatch, params: P, rng: np.ra
         if len(free_qis) == batch.d:  # every QI free: the free release is the release
             release = dataclasses.replace(free, params=params.model_dump())
         else:
-            release = run(params, free_qis, rng)
+            release = run(params, free_qis, rng, progress)
         loss = label_qi_loss(batch, release.rows)
     fallback = {q: fallback_entry(q, went_over[q][0], free_loss[q], loss[q], went_over[q][1])
                 for q in batch.schema.qi_names if q in went_over}

@@ -142,8 +142,8 @@ class ILSEngine(Engine[ILSParams]):
         if params.bands == "free" or not params.nesting_fallback:
             return self._run(batch, params, frozenset(), rng, started, progress)
         return nested_with_fallback(self.name, batch, params, rng,
-                                    lambda p, free, r: self._run(batch, p, free, r, started, progress), started,
-                                    one_at_a_time=False)
+                                    lambda p, free, r, prog: self._run(batch, p, free, r, started, prog), started,
+                                    progress, one_at_a_time=False)
 
     def _run(self, batch: EncodedBatch, params: ILSParams, free_qis: frozenset[str], rng: np.random.Generator,
              started: float, progress: Progress) -> Release:

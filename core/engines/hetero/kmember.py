@@ -62,8 +62,8 @@ class KMemberEngine(Engine[BandsParams]):
             release = self._run(batch, params, frozenset(), rng, started, progress)
         else:
             release = nested_with_fallback(self.name, batch, params, rng,
-                                           lambda p, free, r: self._run(batch, p, free, r, started, progress),
-                                           started)
+                                           lambda p, free, r, prog: self._run(batch, p, free, r, started, prog),
+                                           started, progress)
         progress(1.0, "clustered")
         return release
 

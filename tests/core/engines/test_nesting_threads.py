@@ -1,7 +1,9 @@
-"""A CG release's free-bands run on core's second thread gives the release of one thread, bit for bit."""
+"""The free-bands run beside a nested release (CG's nesting report, the hetero engines' fallback) on core's
+second thread gives the release of one thread, bit for bit."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 
@@ -12,6 +14,7 @@ from core import parallel
 from core.encoding import EncodedBatch, encode
 from core.engines.base import Release, reproducible_diagnostics
 from core.engines.cg import diverse, kanon
+from core.engines.hetero import fallback
 from core.engines.registry import get_engine, make_params
 from core.generators import generate_crime_reports
 from stream.io.specs import load_schema
@@ -46,8 +49,42 @@ def _release(name: str, batch: EncodedBatch, seed: int) -> Release:
     return eng.anonymize(batch, make_params(eng, ENGINES[name][1]), np.random.default_rng(seed))
 
 
-def _content(rel: Release) -> tuple:
-    return (rel.digest(), rel.suppressed.tolist(), rel.metrics, rel.privacy, reproducible_diagnostics(rel.diagnostics))
+def _content(rel: Release) -> tuple[str, list[int], str]:
+    """Everything a release carries except wall-clock measurements (as test_reproducible_budgets.py)."""
+    body = json.dumps({"params": rel.params, "metrics": rel.metrics, "privacy": rel.privacy,
+                       "diagnostics": reproducible_diagnostics(rel.diagnostics)}, sort_keys=True, default=str)
+    return rel.digest(), rel.suppressed.tolist(), body
+
+
+# kmember, lgreedy and ils run their nested and free searches through fallback.nested_with_fallback
+HETERO = {"kmember": {"k": 4}, "lgreedy": {"k": 4}, "ils": {"k": 4, "time_limit": 0, "max_iterations": 300}}
+
+
+@pytest.mark.parametrize("name", list(HETERO))
+def test_a_hetero_free_run_on_a_second_thread_changes_nothing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = encode(generate_crime_reports(np.random.default_rng(4), per_day=300), load_schema("crime"))
+    eng, free_threads = get_engine(name), []
+    inner = fallback.beside
+
+    def recorded(here, there):  # type: ignore[no-untyped-def]
+        def noted():  # type: ignore[no-untyped-def]
+            free_threads.append(threading.current_thread().name)
+            return there()
+        return inner(here, noted)
+
+    monkeypatch.setattr(fallback, "beside", recorded)
+    monkeypatch.setattr(parallel, "spare_core", lambda: True)
+    previous = parallel.set_threads(1)
+    try:
+        one = eng.anonymize(small, make_params(eng, HETERO[name]), np.random.default_rng(5))
+        parallel.set_threads(2)
+        two = eng.anonymize(small, make_params(eng, HETERO[name]), np.random.default_rng(5))
+    finally:
+        parallel.set_threads(previous)
+    main = threading.current_thread().name
+    assert free_threads[0] == main and free_threads[1] != main  # one thread, then the second thread
+    assert _content(one) == _content(two)
+    assert not [key for key in reproducible_diagnostics(two.diagnostics) if "time" in key]  # no wall clock left
 
 
 @pytest.mark.parametrize("name", list(ENGINES))
