@@ -41,7 +41,7 @@ def _add(x, xn, xc, lo, hi, present, ndist, offs):  # pragma: no cover
             ndist[j] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _place_leftovers(cls, ncl, xn, xc, lo, hi, present, ndist, size, inv_range, cat_den, offs):  # pragma: no cover
     """Put every unassigned record into the cluster whose |c| * NCP(c) grows least."""
     for x in range(xn.shape[0]):
@@ -70,7 +70,7 @@ def _alloc(n, k, xn, xc, offs):
             np.zeros(m, dtype=np.int64))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, rem, cls, st, lo, hi, present, ndist, size,
                    todo):  # pragma: no cover
     """Greedy k-member clustering (Byun et al. 2007): up to ``todo`` more clusters, resumable.
@@ -117,7 +117,7 @@ def kmember_kernel(xn, xc, inv_range, cat_den, offs, k, rem, cls, st, lo, hi, pr
     st[0], st[1], st[2] = nrem, r, ncl
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def lgreedy_kernel(xn, xc, inv_range, cat_den, offs, k, order, window,  # pragma: no cover
                    cls, st, lo, hi, present, ndist, size, todo):
     """Sorting-based greedy clustering (l-greedy, after Liang & Samavi 2020): up to ``todo`` more
