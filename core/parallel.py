@@ -77,20 +77,39 @@ def second_thread() -> Iterator[ThreadPoolExecutor | None]:
         _lock.release()
 
 
-def beside(here: Callable[[], A], there: Callable[[], B]) -> tuple[A, Callable[[], B]]:
-    """``here()`` on this thread while ``there()`` runs on the second thread if :func:`second_thread` gives it.
+class Abandoned(Exception):
+    """Raised by the check :func:`beside` gives the work beside: the work it ran beside has failed."""
 
-    Returns ``here()``'s result and a callable that gives ``there()``'s (raising its exception, if it
-    raised). Without the second thread, ``there()`` runs on this thread when that callable is called,
-    after ``here()``: the order of the one-thread code. If ``here()`` raises, ``there()`` is waited for
-    (never left running on the second thread) and the exception is raised.
+
+def _never(_done: float, _message: str) -> None:
+    return None
+
+
+def beside(here: Callable[[], A], there: Callable[[Callable[[float, str], None]], B]) -> tuple[A, Callable[[], B]]:
+    """``here()`` on this thread while ``there(check)`` runs on the second thread if :func:`second_thread` gives it.
+
+    Returns ``here()``'s result and a callable that gives ``there``'s (raising its exception, if it
+    raised). Without the second thread, ``there`` runs on this thread when that callable is called,
+    after ``here()``: the order of the one-thread code. ``check`` has the signature of an engine's
+    progress callback (core/engines/base.py), so an engine run can take it as its progress: it raises
+    :class:`Abandoned` once ``here()`` has raised, and ``beside`` waits for ``there`` to end before
+    raising ``here()``'s exception (a Ctrl-C stops both runs, not one; the second thread is never left busy).
     """
     with second_thread() as pool:
         if pool is None:
-            return here(), there
-        later = pool.submit(there)
+            return here(), lambda: there(_never)
+        stop = threading.Event()
+
+        def check(_done: float, _message: str) -> None:
+            if stop.is_set():
+                raise Abandoned("the work this ran beside failed")
+
+        later = pool.submit(there, check)
         try:
             first = here()
+        except BaseException:
+            stop.set()
+            raise
         finally:
-            wait([later])  # done (or failed) before the second thread is handed back
+            wait([later])  # done, failed or abandoned before the second thread is handed back
     return first, later.result

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from core.encoding import EncodedBatch
-from core.engines.base import Progress, Release, no_progress
+from core.engines.base import Progress, Release
 from core.hierarchies import TOP
 from core.hierarchies.intervals import parse_interval, split_interval
 from core.parallel import beside
@@ -155,7 +155,7 @@ def with_nesting_report(engine: str, batch: EncodedBatch, params: Any, rng: np.r
     if params.bands != "nested" or not params.nesting_fallback:
         return run(params, rng, progress)
     free_params, free_rng = params.model_copy(update={"bands": "free"}), copy.deepcopy(rng)
-    release, free = beside(lambda: run(params, rng, progress), lambda: run(free_params, free_rng, no_progress))
+    release, free = beside(lambda: run(params, rng, progress), lambda stop: run(free_params, free_rng, stop))
     return nesting_report(engine, batch, release, free())
 
 

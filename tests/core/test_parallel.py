@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -27,7 +27,7 @@ def test_one_thread_runs_there_after_here_and_only_when_asked() -> None:
             done.append(name)
             return value
 
-        first, second = parallel.beside(lambda: step("here", 1), lambda: step("there", 2))
+        first, second = parallel.beside(lambda: step("here", 1), lambda check: step("there", 2))
         assert (first, done) == (1, ["here"])  # nothing of there() yet: the one-thread order
         assert second() == 2 and done == ["here", "there"]
     finally:
@@ -37,7 +37,7 @@ def test_one_thread_runs_there_after_here_and_only_when_asked() -> None:
 def test_the_second_thread_runs_there_and_its_error_is_raised_when_read(two_threads: None) -> None:
     names: list[str] = []
 
-    def there() -> int:
+    def there(check: object) -> int:
         names.append(threading.current_thread().name)
         raise ValueError("there failed")
 
@@ -47,21 +47,27 @@ def test_the_second_thread_runs_there_and_its_error_is_raised_when_read(two_thre
         second()
 
 
-def test_an_error_here_waits_for_there_and_hands_the_thread_back(two_threads: None) -> None:
-    release = threading.Event()
-    finished: list[bool] = []
+def test_an_error_here_stops_there_at_its_next_check_and_hands_the_thread_back(two_threads: None) -> None:
+    started = threading.Event()
+    ended: list[str] = []
 
-    def there() -> None:
-        release.wait()
-        finished.append(True)
+    def there(check: Callable[[float, str], None]) -> None:
+        started.set()
+        try:
+            for _ in range(10**8):  # an engine's loop, asking its progress callback between steps
+                check(0.5, "working")
+            ended.append("ran to its end")
+        except parallel.Abandoned:
+            ended.append("abandoned")
+            raise
 
     def here() -> None:
-        release.set()
-        raise RuntimeError("here failed")
+        started.wait()
+        raise KeyboardInterrupt  # a Ctrl-C during the run on this thread
 
-    with pytest.raises(RuntimeError, match="here failed"):
+    with pytest.raises(KeyboardInterrupt):
         parallel.beside(here, there)
-    assert finished == [True]  # there() ran to its end before beside returned
+    assert ended == ["abandoned"]  # stopped, and done before beside returned
     with parallel.second_thread() as pool:
         assert pool is not None  # the lock was released
 

@@ -63,7 +63,7 @@ def nested_with_fallback(engine: str, batch: EncodedBatch, params: P, rng: np.ra
     otherwise every QI over the target at once (fewer runs, for a costly search)."""
     free_rng, free_params = copy.deepcopy(rng), params.model_copy(update={"bands": "free"})
     release, free_run = beside(lambda: run(params, frozenset(), rng, progress),
-                               lambda: run(free_params, frozenset(), free_rng, no_progress))
+                               lambda stop: run(free_params, frozenset(), free_rng, stop))
     try:
         free = free_run()
     except InputDataError as exc:  # values that cannot be written in a set label: no free reference
