@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from core.errors import ParamsError
-from db.windows import WindowPolicy
+from db.window_policy import WindowPolicy
 from stream.config.names import leaves
 from stream.config.privacy import EngineName, StreamPrivacy
 

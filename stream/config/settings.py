@@ -87,7 +87,7 @@ class Settings(BaseSettings):
                       "`pipelines`; not an operator setting)")
     ledger: str | None = Field(default=None, description="fingerprint scope of the feed: feeds with the same "
                                "ledger block each other's released reports; none = the feed's own")
-    windows: WindowPolicy = Field(default_factory=WindowPolicy, description="the window policy (db.windows)")
+    windows: WindowPolicy = Field(default_factory=WindowPolicy, description="the window policy (db/window_policy.py)")
     delay: DelayPolicy = Field(default_factory=DelayPolicy, description="delay-bounded releases (CASTLE)")
     regions: dict[str, str] = Field(default_factory=dict, description="station -> region (JSON table), for "
                                     "windows.by = region")

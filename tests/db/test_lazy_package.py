@@ -1,5 +1,5 @@
-"""``db`` loads its names on first use: the settings import ``db.url`` and ``db.window_policy`` without
-SQLAlchemy, and ``db.metadata`` holds every table whatever was imported before."""
+"""``db`` loads its names on first use: the settings and the feeds import ``db.url`` and ``db.window_policy``
+without SQLAlchemy, and ``db.metadata`` holds every table whatever was imported before."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _fresh(code: str) -> str:
 
 
 def test_the_settings_load_no_sqlalchemy_and_the_metadata_is_whole() -> None:
-    out = _fresh("import sys; import stream.config.settings; print('sqlalchemy' in sys.modules); "
+    out = _fresh("import sys; import stream.config.settings, stream.config.feeds; print('sqlalchemy' in sys.modules); "
                  "from db.models import metadata as partial; n = len(partial.tables); "
                  "from db import metadata; print(n < len(metadata.tables), len(metadata.tables))")
     no_sqlalchemy, grew, tables = out.split()
