@@ -4,7 +4,8 @@ core/ reads nothing of the machine it runs on. The process that runs it says wha
 :func:`configure` (stream/ops/cores.py: two threads on a machine of two cores or more, and a core
 counts as spare while the load leaves one free); alone, core uses one thread. Two users of the second
 thread: a lattice search's large roll-ups (core/lattice/threads.py) and the free-bands run beside a
-nested release (core/engines/nesting.py). One caller at a time holds it (a lock, tried without
+nested release (core/engines/nesting.py for CG, core/engines/hetero/fallback.py for kmember, lgreedy
+and ils). One caller at a time holds it (a lock, tried without
 waiting); any other runs its work on its own thread.
 
 Whatever runs on the second thread computes exactly what it would on the first: it is given its own
@@ -25,7 +26,7 @@ A = TypeVar("A")
 B = TypeVar("B")
 
 _lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, the pool): a forked child makes its own
+_pool: ThreadPoolExecutor | None = None
 _threads = 1  # core reads nothing of its machine: the process that runs it says what it may use (configure)
 _spare: Callable[[], bool] = lambda: True
 
@@ -59,9 +60,18 @@ def spare_core() -> bool:
 
 def _executor() -> ThreadPoolExecutor:
     global _pool
-    if _pool is None or _pool[0] != os.getpid():
-        _pool = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="core"))
-    return _pool[1]
+    if _pool is None:
+        _pool = ThreadPoolExecutor(1, thread_name_prefix="core")
+    return _pool
+
+
+def _after_fork() -> None:
+    """A forked child has no pool thread and must not inherit a lock held by one of its parent's threads."""
+    global _lock, _pool
+    _lock, _pool = threading.Lock(), None
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 @contextmanager

@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from core import parallel
 from core.parallel import second_thread
 
 # Table rows from which a roll-up is split over two threads: the measured break-even (see the module).
@@ -51,7 +50,7 @@ def roll_up(tab: np.ndarray, cnt: np.ndarray, up: np.ndarray, src: np.ndarray, d
     """:func:`~core.lattice.kernels.rollup`, split over two threads when the table is large enough."""
     from core.lattice.kernels import rollup
 
-    if parallel.threads() < 2 or tab.shape[0] < PARALLEL_ROWS:
+    if tab.shape[0] < PARALLEL_ROWS:
         return rollup(tab, cnt, up, src, dst, radix)
     with second_thread() as pool:
         if pool is None:

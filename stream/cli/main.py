@@ -71,7 +71,7 @@ def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-# commands that run engines: they may use a spare core (large roll-ups, a CG release's free-bands run)
+# commands that run engines: they may use a spare core (large roll-ups, a nested release's free-bands run)
 ENGINE_COMMANDS = ("anonymize", "front", "spec", "risk")
 
 

@@ -1,12 +1,12 @@
 """What core's work may use of this machine: its second core, while one is spare.
 
 core/ reads nothing of the machine it runs on; :func:`use_spare_cores` tells it
-(:func:`core.parallel.configure`): two threads (a lattice search's large roll-up, a CG release's
-free-bands run) when this process may run on two cores or more (its CPU affinity, capped by a
-container's CPU limit: :func:`usable_cores`), and a core counts as spare while the
-1-minute load average is below the cores minus a half (read at most once a second). Measured in
-core/lattice/threads.py: on a machine shared at equal priority a second thread waits for a time slice
-and the split costs wall time.
+(:func:`core.parallel.configure`): two threads (a lattice search's large roll-up, the free-bands run
+beside a CG or hetero engine's nested release) when this process may run on two cores or more (its
+CPU affinity, capped by a container's CPU limit: :func:`usable_cores`), and a core counts as spare
+while the 1-minute load average is below the cores minus a half (read at most once a second).
+Measured in core/lattice/threads.py: on a machine shared at equal priority a second thread waits for
+a time slice and the split costs wall time.
 """
 
 from __future__ import annotations

@@ -27,4 +27,4 @@ from stream.ops.cores import use_spare_cores
 
 cpu_target.typing_context.refresh()
 cpu_target.target_context.refresh()
-use_spare_cores()  # large roll-ups and a CG release's free-bands run may use a spare core (core/parallel.py)
+use_spare_cores()  # large roll-ups and a nested release's free-bands run may use a spare core (core/parallel.py)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from core import parallel
+from tests.conftest import ROOT
 
 
 @pytest.fixture
@@ -62,7 +65,7 @@ def test_an_error_here_stops_there_at_its_next_check_and_hands_the_thread_back(t
             raise
 
     def here() -> None:
-        started.wait()
+        started.wait(timeout=300)  # set at once by there(); the timeout only keeps a broken beside from hanging
         raise KeyboardInterrupt  # a Ctrl-C during the run on this thread
 
     with pytest.raises(KeyboardInterrupt):
@@ -82,3 +85,16 @@ def test_no_second_thread_while_busy_held_or_not_allowed(two_threads: None, monk
         assert busy is None
     with pytest.raises(ValueError, match="1 or 2"):
         parallel.set_threads(3)
+
+
+def test_a_forked_child_gets_its_own_second_thread_even_if_the_parent_held_it() -> None:
+    code = ("import os, sys; from core import parallel; parallel.configure(2, lambda: True)\n"
+            "with parallel.second_thread() as held:\n"
+            "    assert held is not None\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        first, second = parallel.beside(lambda: 1, lambda check: 2)\n"
+            "        with parallel.second_thread() as mine:\n"
+            "            os._exit(0 if mine is not None and (first, second()) == (1, 2) else 1)\n"
+            "    sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=120).returncode == 0
