@@ -118,6 +118,7 @@ def create_app(settings: Settings, db: Database | None = None) -> tuple[faust.Ap
     async def windows() -> None:
         # our own loop rather than app.timer: a tick that releases a large window takes longer than
         # the interval, which is expected here and not worth faust's "timer is overlapping" warning
+        await fleet.start_releases()  # the fork server loads the engine now, not while the first batch is ingested
         while not app.should_stop:
             await fleet.wait_tick(settings.tick_interval_s)
             try:

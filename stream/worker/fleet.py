@@ -51,6 +51,14 @@ class Fleet:
     def service_for(self, topic: str) -> WorkerService:
         return self.services[topic]
 
+    async def start_releases(self) -> None:
+        """Start every feed's release processes' fork server (:meth:`ReleasePool.start`); a failure is logged
+        and left to the first release, which starts it again."""
+        try:
+            await asyncio.gather(*(s.releases.start() for s in self.services.values()))
+        except Exception as exc:
+            log.warning("could not start the release processes ahead of the first release: %s", exc)
+
     async def tick(self, send: SendFn) -> None:
         """One tick of every feed (each claims and publishes its own windows only)."""
         await asyncio.gather(*(s.tick(send) for s in self.services.values()))

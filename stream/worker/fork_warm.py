@@ -17,6 +17,22 @@ import os
 import sys
 
 ENGINE_VARIABLE = "ANONSTREAM_FORK_WARM_ENGINE"
+DP_VARIABLE = "ANONSTREAM_FORK_WARM_DP"
+
+
+def dp_budgets(epsilons: list[tuple[float, float]]) -> str:
+    """:data:`DP_VARIABLE`'s value for (ε, δ) pairs: ``"1.0,1e-06;10.0,1e-06"``."""
+    return ";".join(f"{e!r},{d!r}" for e, d in epsilons)
+
+
+def warm_dp(value: str) -> None:
+    """Convert each ``epsilon,delta`` pair of ``value`` to ρ once (cached for the forked children)."""
+    from core.dp_spec import rho_from_epsilon
+
+    for pair in filter(None, value.split(";")):
+        epsilon, delta = (float(v) for v in pair.split(","))
+        rho_from_epsilon(epsilon, delta)
+
 
 if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules and os.environ.get(ENGINE_VARIABLE):
     from core import parallel
@@ -29,3 +45,7 @@ if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules and os.env
         logging.getLogger(__name__).debug("fork server warm-up skipped: %s", type(exc).__name__)
     finally:
         parallel.set_threads(previous)
+    try:
+        warm_dp(os.environ.get(DP_VARIABLE, ""))
+    except Exception as exc:  # a malformed value, OpenDP missing: each release converts its own, as before
+        logging.getLogger(__name__).debug("fork server DP warm-up skipped: %s", type(exc).__name__)

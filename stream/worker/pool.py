@@ -41,12 +41,13 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 from typing import Any
 
+from core.dp_spec import DPSpec
 from db.models import Window
 from stream.config.settings import Settings
 from stream.ops.locate import pid_alive
 from stream.ops.logs import ctx
 from stream.worker.engine_choice import default_engine, engine_module_of
-from stream.worker.fork_warm import ENGINE_VARIABLE
+from stream.worker.fork_warm import DP_VARIABLE, ENGINE_VARIABLE, dp_budgets
 from stream.worker.release import Orchestrator
 
 log = logging.getLogger(__name__)
@@ -121,12 +122,14 @@ def _child_release(window_id: str, now: datetime) -> tuple[str | None, Encoded |
 class ReleasePool:
     """``processes`` child processes that release windows; see the module docstring."""
 
-    def __init__(self, settings: Settings, worker: str, processes: int) -> None:
+    def __init__(self, settings: Settings, worker: str, processes: int, dp: DPSpec | None = None) -> None:
+        """``dp``: the spec's ``[dp]`` table, whose ε budgets the fork server converts to ρ once."""
         self.settings, self.worker, self.processes = settings, worker, processes
         self._ctx = multiprocessing.get_context("forkserver")
         # the server imports this module once, with numba's tables (fork_preload.py), and the engine's module
         # (if it fails to, the children import their engine themselves), then loads its kernels (fork_warm.py)
         os.environ[ENGINE_VARIABLE] = settings.engine or default_engine(settings)
+        os.environ[DP_VARIABLE] = dp_budgets([(dp.epsilon, dp.delta), (dp.cap_epsilon, dp.delta)] if dp else [])
         self._ctx.set_forkserver_preload(["stream.worker.fork_preload", engine_module_of(settings),
                                           "stream.worker.fork_warm"])
         self._callbacks: dict[str, Callable[[], None]] = {}
@@ -155,6 +158,15 @@ class ReleasePool:
                 initargs=(self.settings, self.worker, self._verified, barrier, logging.getLogger().level,
                           os.getpid()))
         return self._executor
+
+    async def start(self) -> None:
+        """Start the fork server now (its preload runs in the background, in its own process): a worker
+        calls this as it starts, so the imports and the engine's kernels are loaded before the first batch
+        arrives, not while it is ingested, and a window due early does not wait for them."""
+        # imported here, not at the top: fork_warm.py tells the fork server by this module being loaded
+        from multiprocessing import forkserver
+
+        await asyncio.to_thread(forkserver.ensure_running)
 
     async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` in a child. ``ProcessPoolExecutor.submit`` starts a child when none is idle,
@@ -248,6 +260,9 @@ class ThreadReleases:
 
     def __init__(self, orchestrator: Orchestrator) -> None:
         self.orchestrator = orchestrator
+
+    async def start(self) -> None:
+        """Nothing to start: the engine runs in this process."""
 
     async def warm_up(self, rows: list[dict[str, Any]]) -> None:
         await asyncio.to_thread(self.orchestrator.warm_up, rows)

@@ -82,7 +82,8 @@ class WorkerService:
         self.repo = ReleaseRepository(db)
         pooled = settings.release_processes  # then the release processes run the engine, never this one
         self.orchestrator = Orchestrator(settings, db, schema, self.worker, keep_encoded=True, runs_engine=not pooled)
-        self.releases: ReleasePool | ThreadReleases = (ReleasePool(settings, self.worker, settings.release_concurrency)
+        self.releases: ReleasePool | ThreadReleases = (ReleasePool(settings, self.worker, settings.release_concurrency,
+                                                                   schema.spec.dp)
                                                        if pooled else ThreadReleases(self.orchestrator))
         self.stats = {"ingested": 0, "rejected": 0, "duplicates": 0, "reused_ids": 0, "published": 0}
         self.metrics = metrics or WorkerMetrics(db, getattr(self.releases, "pids", None))

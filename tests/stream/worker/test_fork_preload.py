@@ -71,3 +71,59 @@ def test_a_release_process_starts_with_its_engines_kernels_loaded(tmp_path: Path
     finally:
         pool.close()
     assert compiled > 0  # loaded once in the fork server (fork_warm.py), not again in each release process
+
+
+def _rho_conversions() -> int:
+    """In a release process: how many ε-to-ρ conversions it holds before any release."""
+    from core.dp_spec import rho_from_epsilon
+
+    return rho_from_epsilon.cache_info().currsize
+
+
+def test_the_fork_server_starts_ahead_of_the_first_release_and_converts_the_dp_budgets_once(tmp_path: Path) -> None:
+    """A worker starts its fork server as it starts (:meth:`ReleasePool.start`), before any release, and the
+    server converts the spec's ε budgets to ρ once: a release process starts with both in its cache. In a
+    fresh process, because the fork server is started once per process, with the environment of that time."""
+    settings = _settings(tmp_path)
+    script = textwrap.dedent(f"""
+        import asyncio, os
+        from pathlib import Path
+        from stream.config.settings import Settings
+        from stream.io.specs import load_schema
+        from stream.worker.pool import ReleasePool
+        from tests.stream.worker.test_fork_preload import _rho_conversions
+
+        def children():
+            return {{int(c) for t in Path("/proc/self/task").iterdir()
+                     for c in (t / "children").read_text().split()}}
+
+        settings = Settings.model_validate_json({settings.model_dump_json()!r})
+        dp = load_schema(settings.spec).spec.dp
+        before = children()
+        pool = ReleasePool(settings, "w1", 1, dp)
+        asyncio.run(pool.start())
+        started = [c for c in children() - before  # the fork server, started before any release was asked for
+                   if b"multiprocessing.forkserver" in Path(f"/proc/{{c}}/cmdline").read_bytes()]
+        try:
+            print(len(started), asyncio.run(pool._submit(_rho_conversions)), dp.epsilon != dp.cap_epsilon)
+        finally:
+            pool.close()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "2", "True"]  # one server; (epsilon, delta) and (cap_epsilon, delta) cached
+
+
+def test_dp_budgets_are_written_and_converted_as_given() -> None:
+    from core.dp_spec import rho_from_epsilon
+    from stream.worker.fork_warm import dp_budgets, warm_dp
+
+    value = dp_budgets([(0.75, 1e-7), (7.5, 1e-7)])
+    assert value == "0.75,1e-07;7.5,1e-07"
+    before = rho_from_epsilon.cache_info().currsize
+    warm_dp(value)
+    warm_dp("")  # no [dp] table: nothing to convert
+    hits = rho_from_epsilon.cache_info().hits
+    assert rho_from_epsilon(0.75, 1e-7) == rho_from_epsilon(0.75, 1e-7)
+    assert rho_from_epsilon.cache_info().hits == hits + 2  # both already converted by warm_dp
+    assert rho_from_epsilon.cache_info().currsize >= before + 2
