@@ -18,6 +18,7 @@ if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules:  # in the
     # a terminal's Ctrl-C reaches the whole process group: the fork server ignores it (its own main does so only
     # after the preload, seconds later), and so do the release processes it forks; the worker stops them
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked while it started (pool.py): now ignored
 
 from numba.core.registry import cpu_target
 

@@ -119,6 +119,22 @@ def _child_release(window_id: str, now: datetime) -> tuple[str | None, Encoded |
 
 
 # --- the parent side --------------------------------------------------------------------------------
+def _start_fork_server() -> None:
+    """Start the fork server with SIGINT blocked, as ``multiprocessing`` starts its resource tracker: a
+    terminal's Ctrl-C reaches the whole process group, and the server would die of it with a traceback on
+    the worker's output while it still imports ``site``, before its preload ignores SIGINT
+    (:mod:`stream.worker.fork_preload`, which then unblocks it)."""
+    # imported here, not at the top: fork_warm.py tells the fork server by this module being loaded
+    from multiprocessing import forkserver, resource_tracker
+
+    resource_tracker.ensure_running()  # first: starting it unblocks SIGINT in this thread whatever was blocked
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class ReleasePool:
     """``processes`` child processes that release windows; see the module docstring."""
 
@@ -163,10 +179,7 @@ class ReleasePool:
         """Start the fork server now (its preload runs in the background, in its own process): a worker
         calls this as it starts, so the imports and the engine's kernels are loaded before the first batch
         arrives, not while it is ingested, and a window due early does not wait for them."""
-        # imported here, not at the top: fork_warm.py tells the fork server by this module being loaded
-        from multiprocessing import forkserver
-
-        await asyncio.to_thread(forkserver.ensure_running)
+        await asyncio.to_thread(_start_fork_server)
 
     async def _submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` in a child. ``ProcessPoolExecutor.submit`` starts a child when none is idle,

@@ -82,12 +82,14 @@ def _rho_conversions() -> int:
 
 def test_the_fork_server_starts_ahead_of_the_first_release_and_converts_the_dp_budgets_once(tmp_path: Path) -> None:
     """A worker starts its fork server as it starts (:meth:`ReleasePool.start`), before any release, and the
-    server converts the spec's ε budgets to ρ once: a release process starts with both in its cache. In a
-    fresh process, because the fork server is started once per process, with the environment of that time."""
+    server converts the spec's ε budgets to ρ once: a release process starts with both in its cache. A
+    Ctrl-C that reaches the server while it starts (it is in the worker's process group) does not stop it.
+    In a fresh process: the fork server is started once per process, with the environment of that time."""
     settings = _settings(tmp_path)
     script = textwrap.dedent(f"""
-        import asyncio, os
+        import asyncio, os, signal
         from pathlib import Path
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (a CI job may ignore it)
         from stream.config.settings import Settings
         from stream.io.specs import load_schema
         from stream.worker.pool import ReleasePool
@@ -104,14 +106,22 @@ def test_the_fork_server_starts_ahead_of_the_first_release_and_converts_the_dp_b
         asyncio.run(pool.start())
         started = [c for c in children() - before  # the fork server, started before any release was asked for
                    if b"multiprocessing.forkserver" in Path(f"/proc/{{c}}/cmdline").read_bytes()]
+        for pid in started:  # a terminal's Ctrl-C as the worker starts: the server, still starting, outlives it
+            os.kill(pid, signal.SIGINT)
+        def running(pid):  # neither gone nor a zombie (a server that died would be replaced by a new one)
+            status = Path(f"/proc/{{pid}}/status")
+            return status.exists() and not status.read_text().split("State:")[1].lstrip().startswith("Z")
+
         try:
-            print(len(started), asyncio.run(pool._submit(_rho_conversions)), dp.epsilon != dp.cap_epsilon)
+            conversions = asyncio.run(pool._submit(_rho_conversions))
+            print(len(started), conversions, dp.epsilon != dp.cap_epsilon, all(running(p) for p in started))
         finally:
             pool.close()
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1", "2", "True"]  # one server; (epsilon, delta) and (cap_epsilon, delta) cached
+    # one server, still the same after the Ctrl-C; (epsilon, delta) and (cap_epsilon, delta) already converted
+    assert done.stdout.split() == ["1", "2", "True", "True"], done.stderr
 
 
 def test_dp_budgets_are_written_and_converted_as_given() -> None:
