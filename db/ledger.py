@@ -132,6 +132,7 @@ class PoolRepository:
             total.replaced += one.replaced
             total.rejected += one.rejected
             total.windows |= one.windows
+            total.may_be_due = total.may_be_due or one.may_be_due
         return total
 
     def _known_stations(self, s: Session, reports: list[IncomingReport], rejections: list[Rejection],
@@ -184,6 +185,7 @@ class PoolRepository:
             return None
         fate = apply_corrections(s, corrected)
         res = IngestResult(accepted=inserted, windows={w for w, n in router.added.items() if n},
+                           may_be_due=router.may_be_due(),
                            refused=[(i, refused[i], REFUSALS[refused[i]]) for i in sorted(refused)])
         res.rejected = len(rejections) + len(res.refused)
         self._count_rejections(s, rejections, reports, res.refused, known_stations, now)

@@ -38,3 +38,4 @@ class IngestResult:
     rejected: int = 0
     windows: set[str] = field(default_factory=set)
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (index in the batch, reason, message)
+    may_be_due: bool = False  # a window filled up or one was opened: look for due windows now (WindowRouter)

@@ -62,6 +62,7 @@ class WindowRouter:
         self.limit: dict[str, int] = {}  # ... or, for a registered station's catch-up push, since it began
         self.loaded: set[tuple[str, datetime]] = set()  # (key, start) read by prefetch, window or none
         self.wm_read: set[str] = set()  # keys whose watermark prefetch read (present or not)
+        self.opened = False  # a window was created by this unit
 
     def prefetch(self, pairs: set[tuple[str, datetime]]) -> None:
         """Read at once what routing reports of these (key, window start) pairs needs: each pair's latest
@@ -159,6 +160,7 @@ class WindowRouter:
             "seq": seq, "state": "open", "count": 0, "duplicates": 0, "last_input_at": self.now,
             "created_at": self.now, "feed": self.policy.feed}], ["id"])
         self.created[key] = self.created.get(key, 0) + int(bool(inserted))
+        self.opened = self.opened or bool(inserted)
         row = self.s.get(Window, wid, populate_existing=True)
         assert row is not None
         return row
@@ -176,6 +178,13 @@ class WindowRouter:
                 w = self._create(key, start, 0 if w is None else w.seq + 1)
             self.current[(key, start)] = w
         return w
+
+    def may_be_due(self) -> bool:
+        """Whether a window may have fallen due through this unit: one it routed to reached the cap, or it
+        opened a window (a later period, or the next window of a full one), which may move a key's
+        watermark past an earlier window's end. Other windows fall due with time (idle, lateness)."""
+        return self.opened or any(w.count + self.added[w.id] >= self.policy.cap
+                                  for w in self.current.values() if self.added.get(w.id))
 
     def route(self, key: str, event_time: datetime) -> Window | None:
         """The window of the report's own event time (None: the key's window-creation rate is exhausted)."""

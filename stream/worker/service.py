@@ -136,8 +136,8 @@ class WorkerService:
         if self._warm_up is None and len(accepted) >= 20 * max(s.privacy.k, 1):
             rows = [a.data for a in accepted[:50 * max(s.privacy.k, 1)]]  # identifier-free, in memory only
             self._warm_up = asyncio.ensure_future(self.releases.warm_up(rows))
-        if result.accepted and self._computing < self.settings.release_concurrency:
-            self._wake.set()  # a window may have filled up: look for due windows now, not at the next tick
+        if result.may_be_due and self._computing < self.settings.release_concurrency:
+            self._wake.set()  # a window filled up or opened: look for due windows now, not at the next tick
         if await self.markers.after(ends, now):
             self._wake.set()  # a batch is complete: its windows are due now
         self.metrics.batch(result.accepted, result.duplicates, result.corrections, (d["reason"] for d in dead))

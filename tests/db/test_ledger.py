@@ -150,3 +150,17 @@ def test_paused_station_windows_do_not_close(ledger_db: Database) -> None:
         s.add(StationControl(station_id="S1", paused=True, updated_at=NOW, updated_by="test"))
     due = due_windows(ledger_db, WindowPolicy(), idle_s=1, now=NOW + timedelta(seconds=5))
     assert [w.split("|")[0] for w in due] == ["station:S2"]
+
+
+def test_an_ingest_says_when_a_window_may_have_fallen_due(ledger_db: Database) -> None:
+    """``may_be_due`` (the worker then looks for due windows at once): a batch that filled a window or opened
+    one; a batch that only added to open windows leaves them to the next tick (time-based closes)."""
+    pool = PoolRepository(ledger_db, WindowPolicy(cap=5))
+    assert pool.ingest([report(i) for i in range(3)], [], NOW).may_be_due  # opened S1's window
+    assert not pool.ingest([report(3)], [], NOW).may_be_due  # 4 of 5: nothing can be due yet
+    assert pool.ingest([report(4)], [], NOW).may_be_due  # 5 of 5: full
+    assert pool.ingest([report(5)], [], NOW).may_be_due  # the next window of the key opened
+    assert not pool.ingest([report(6)], [], NOW).may_be_due
+    assert not pool.ingest([report(6)], [], NOW).may_be_due  # a duplicate adds nothing
+    assert pool.ingest([report(7, t=T0 + timedelta(days=1))], [], NOW).may_be_due  # a later period: a new window
+    assert [(w.seq, w.count) for w in windows(ledger_db)] == [(0, 5), (1, 2), (0, 1)]

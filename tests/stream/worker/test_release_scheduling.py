@@ -132,6 +132,29 @@ def test_an_ingested_batch_and_a_freed_slot_wake_the_loop(
     assert sum(1 for topic, _k, _v in out.sent if topic == settings.topic_releases) == 2
 
 
+def test_a_batch_that_fills_or_opens_no_window_leaves_the_loop_asleep(
+        tmp_path: Path, make_service: Callable[[Settings, Database, str], WorkerService]) -> None:
+    """Each tick reads the windows, watermarks, batches and claims: a batch wakes the loop only when it
+    filled or opened a window (the only ways a batch makes one due); time-based closes wait for the tick."""
+    settings, db = _setup(tmp_path, concurrency=1)
+    settings = settings.with_updates(release_processes=False)  # nothing is released here
+    service = make_service(settings, db, "w1")
+    out = Recorder()
+    rows = day_of_reports(1, 50, seed=8)["S1"]  # one station, one day: one window (cap 60)
+
+    async def scenario() -> list[bool]:
+        woken = []
+        for part in (rows[:30], rows[30:45], rows[45:50]):
+            service._wake.clear()
+            await service.handle_batch([json.dumps(r).encode() for r in part], out.send)
+            woken.append(service._wake.is_set())
+        return woken
+
+    assert asyncio.run(scenario()) == [True, False, False]  # opened; then 45 and 50 of 60
+    with db.read() as s:
+        assert [w.count for w in s.execute(select(Window)).scalars()] == [50]
+
+
 @pytest.mark.parametrize("processes", [True, False])
 def test_the_first_batch_warms_the_engine_up_without_releasing_anything(
         tmp_path: Path, caplog: pytest.LogCaptureFixture,
