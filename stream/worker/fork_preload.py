@@ -12,9 +12,10 @@ a second preload; the engine's kernels load in each release process's warm-up, f
 from __future__ import annotations
 
 import signal
-import sys
 
-if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules:  # in the fork server, before the imports
+from stream.worker.fork_warm import in_fork_server
+
+if in_fork_server():  # in the fork server, before the imports
     # a terminal's Ctrl-C reaches the whole process group: the fork server ignores it (its own main does so only
     # after the preload, seconds later), and so do the release processes it forks; the worker stops them
     signal.signal(signal.SIGINT, signal.SIG_IGN)

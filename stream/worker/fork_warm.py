@@ -15,9 +15,25 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from types import FrameType
 
 ENGINE_VARIABLE = "ANONSTREAM_FORK_WARM_ENGINE"
 DP_VARIABLE = "ANONSTREAM_FORK_WARM_DP"
+
+
+def in_fork_server() -> bool:
+    """Whether this runs in ``multiprocessing``'s fork server, importing its preload: the server's ``main``
+    is on the stack. (Its ``sys.argv`` is ``["-c"]``, as any ``python -c`` process's is, so that alone
+    would warm up every such process that loaded the forkserver module first.)"""
+    server = sys.modules.get("multiprocessing.forkserver")
+    if server is None:
+        return False
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is server.main.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def dp_budgets(epsilons: list[tuple[float, float]]) -> str:
@@ -34,7 +50,7 @@ def warm_dp(value: str) -> None:
         rho_from_epsilon(epsilon, delta)
 
 
-if sys.argv == ["-c"] and "multiprocessing.forkserver" in sys.modules and os.environ.get(ENGINE_VARIABLE):
+if in_fork_server() and os.environ.get(ENGINE_VARIABLE):
     from core import parallel
     from core.engines.warmup import warm_up_all
 

@@ -124,7 +124,6 @@ def _start_fork_server() -> None:
     terminal's Ctrl-C reaches the whole process group, and the server would die of it with a traceback on
     the worker's output while it still imports ``site``, before its preload ignores SIGINT
     (:mod:`stream.worker.fork_preload`, which then unblocks it)."""
-    # imported here, not at the top: fork_warm.py tells the fork server by this module being loaded
     from multiprocessing import forkserver, resource_tracker
 
     resource_tracker.ensure_running()  # first: starting it unblocks SIGINT in this thread whatever was blocked

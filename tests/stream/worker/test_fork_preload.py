@@ -137,3 +137,17 @@ def test_dp_budgets_are_written_and_converted_as_given() -> None:
     assert rho_from_epsilon(0.75, 1e-7) == rho_from_epsilon(0.75, 1e-7)
     assert rho_from_epsilon.cache_info().hits == hits + 2  # both already converted by warm_dp
     assert rho_from_epsilon.cache_info().currsize >= before + 2
+
+
+def test_only_the_fork_server_warms_up_not_any_python_c_process() -> None:
+    """The warm-up runs in the fork server alone: a ``python -c`` process has the server's ``sys.argv`` and
+    may have loaded ``multiprocessing.forkserver`` and inherited the engine variable, and still loads nothing."""
+    script = textwrap.dedent("""
+        import multiprocessing.forkserver, os, sys
+        os.environ["ANONSTREAM_FORK_WARM_ENGINE"] = "cg-diverse"
+        import stream.worker.fork_warm
+        print(sorted(m for m in ("numba", "core.engines.cg.diverse") if m in sys.modules))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[]"
