@@ -193,7 +193,11 @@ class ReleasePool:
         # the children to stop (else a child forked while the worker stops outlives it, and fails to read
         # the semaphores the stopped worker removed)
         with self._pool_lock:
-            return self._pool_locked().submit(fn, *args)
+            pool = self._pool_locked()  # raises once the pool is closed
+            # the fork server as start() starts it (SIGINT blocked), also when it died and is started again
+            # or start() was never called; a running server costs a check
+            _start_fork_server()
+            return pool.submit(fn, *args)
 
     def _read_verified(self) -> None:
         while True:
