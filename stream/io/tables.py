@@ -26,7 +26,8 @@ from core.encoding import Schema
 from core.errors import InputDataError, preview
 from core.hierarchies import DateHierarchy
 from core.schema import DatasetSpec
-from stream.io.rows import JSON_SUFFIXES, csv_cells, is_reject_column, iter_rows
+from stream.io import arrow_csv
+from stream.io.rows import JSON_SUFFIXES, csv_cells, csv_header, is_reject_column, iter_rows
 from stream.io.text import BINARY_SUFFIXES, check_input, decode_error, text_encoding
 
 log = logging.getLogger(__name__)
@@ -146,10 +147,11 @@ def read_table(path: str | Path, sep: str | None = None, columns: tuple[str, ...
     p = check_input(path, encoding)
     codec = None if p.suffix.lower() in BINARY_SUFFIXES else text_encoding(p, encoding)
     if codec is not None and p.suffix.lower() not in JSON_SUFFIXES:
-        header, cells = csv_cells(p, sep, encoding, columns)
+        header, sep = csv_header(p, sep, encoding, columns)
         if not any(is_reject_column(c) for c in header):  # the same rows as iter_rows, without a dict per row
+            fast = arrow_csv.coded_cells(p, header, sep, codec, header_row=not columns)
             try:
-                starts, coded = _coded_cells(cells, len(header))
+                starts, coded = fast or _coded_cells(csv_cells(p, sep, encoding, columns)[1], len(header))
             except UnicodeDecodeError:
                 raise decode_error(p, codec, declared=encoding is not None) from None
             df = _frame(p, header, starts, [c.uniques[c.codes] for c in coded], codec)
