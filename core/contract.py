@@ -185,9 +185,14 @@ def not_whole(numbers: np.ndarray) -> np.ndarray:
 def missing_mask(values: pd.Series, tokens: Iterable[str] = ()) -> np.ndarray:
     """True where a value is missing: NA/None, empty after stripping, or one of the spec's tokens."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)  # each distinct value is judged once
-    text = pd.Series(uniques).astype(str).str.strip()
-    words = NULL_TOKENS | {t.strip() for t in tokens}
-    return np.append(text.isin(words).to_numpy(dtype=bool), True)[codes]  # code -1 (NA) picks the last
+    return np.append(missing_distinct(uniques, tokens), True)[codes]  # code -1 (NA) picks the last
+
+
+def missing_distinct(uniques: object, tokens: Iterable[str] = ()) -> np.ndarray:
+    """:func:`missing_mask` of a column's distinct values, none of them NA (e.g. ``pd.factorize``'s
+    uniques): each is judged as it is, without factorizing them again."""
+    text = pd.Series(uniques, dtype=object).astype(str).str.strip()
+    return text.isin(_token_set(tuple(tokens))).to_numpy(dtype=bool)
 
 
 @lru_cache(maxsize=64)

@@ -55,6 +55,7 @@ class NodeEvaluator:
         """``backend``: "auto" starts on numpy, moves to the numba kernels when they pay (core/lattice/backend.py)."""
         self.batch, self.req, self.loss_name, self.requested = batch, req, loss, backend
         self.backend, self.numpy_work = starting_backend(backend), 0
+        self.probed: set[tuple[int, ...]] = set()  # nodes found infeasible from their class sizes, not cached
         self.n = batch.n
         self.heights = batch.heights
         self.max_suppressed = req.max_suppressed_rows(self.n)
@@ -132,8 +133,8 @@ class NodeEvaluator:
 
     @property
     def evaluations(self) -> int:
-        """Number of distinct nodes evaluated so far."""
-        return len(self.cache)
+        """Number of distinct nodes evaluated so far (those found infeasible from their class sizes alone included)."""
+        return len(self.cache) + len(self.probed.difference(self.cache))
 
     def bound_terms(self) -> list[list[float]]:
         """Per attribute and level, the bound's term ``weight * level_mean`` as a Python float."""
@@ -236,11 +237,16 @@ class NodeEvaluator:
         packed = self.table(node)
         res = self._evaluate_numpy(node) if packed is None else self._evaluate_table(node, *packed)
         self.cache[node] = res
-        if packed is None and self.requested == "auto":
+        if packed is None:
+            self._did_numpy_work()
+        return res
+
+    def _did_numpy_work(self) -> None:
+        """Count one numpy pass over the distinct rows; switch to the kernels once they pay (backend.py)."""
+        if self.requested == "auto":
             self.numpy_work += len(self.counts)
             if self.numpy_work >= SWITCH_WORK:
                 self.backend = "numba"
-        return res
 
     def _feasible(self, suppressed: int, classes: int) -> bool:
         """Within the suppression budget and, if set, the average risk bound (classes / released rows)."""
@@ -257,8 +263,22 @@ class NodeEvaluator:
         return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
 
     def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
-        """``monotone_infeasible(evaluate(levels))``; a subclass may answer without a full evaluation."""
-        return self.monotone_infeasible(self.evaluate(levels))
+        """``monotone_infeasible(evaluate(levels))``, answered on the numpy path from the class sizes alone
+        when the node is (the per-code suppression counts of its loss are then never needed: the search
+        records the node as infeasible); a node that is not is evaluated whole and cached."""
+        node = tuple(int(x) for x in levels)
+        if node in self.cache or self.backend != "numpy":
+            return self.monotone_infeasible(self.evaluate(node))
+        groups = self._numpy_groups(node)
+        self._did_numpy_work()
+        kept = groups[2][(~groups[3]) & (groups[2] > 0)]
+        suppressed = int(self.counts[groups[3][groups[0]]].sum())
+        probe = NodeResult(node, self._feasible(suppressed, len(kept)), suppressed, len(kept), 0, 0.0, 0.0)
+        if self.monotone_infeasible(probe):
+            self.probed.add(node)
+            return True
+        self.cache[node] = self._evaluate_numpy(node, groups)
+        return False
 
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
         from core.lattice.kernels import failing_codes, group_prefix
@@ -284,11 +304,15 @@ class NodeEvaluator:
                           classes=len(kept), k=int(kept.min()) if len(kept) else 0, loss=gen + extra / self.n,
                           gen_loss=gen)
 
-    def _evaluate_numpy(self, node: tuple[int, ...]) -> NodeResult:
-        """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""
+    def _numpy_groups(self, node: tuple[int, ...]) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        """The numpy path's classes: each distinct row's class id, their number, sizes and failing ones."""
         cls, n_cls = self.class_ids(node, backend="numpy")
-        sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
-        fail_cls = self.failing(cls, n_cls)
+        return cls, n_cls, np.bincount(cls, weights=self.counts, minlength=n_cls), self.failing(cls, n_cls)
+
+    def _evaluate_numpy(self, node: tuple[int, ...],
+                        groups: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None) -> NodeResult:
+        """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""
+        cls, _, sizes, fail_cls = groups or self._numpy_groups(node)
         fail_row = fail_cls[cls]
         suppressed, per_code = failing_code_counts([self.codes[a][lv] for a, lv in enumerate(node)], self.counts,
                                                    fail_row, [self.ncodes[a][lv] for a, lv in enumerate(node)])

@@ -98,7 +98,7 @@ def read_for_spec(path: str | Path, spec: DatasetSpec, schema: Schema | None = N
 
 def _missing(codes: Codes, tokens: tuple[str, ...]) -> np.ndarray:
     """:func:`core.contract.missing_mask` of the column, from its codes (each distinct value judged once)."""
-    return np.append(contract.missing_mask(pd.Series(codes.uniques, dtype=object), tokens), True)[codes.codes]
+    return np.append(contract.missing_distinct(codes.uniques, tokens), True)[codes.codes]
 
 
 def check_values(df: pd.DataFrame, schema: Schema) -> None:

@@ -123,12 +123,16 @@ def test_numba_and_numpy_evaluators_agree(df: pd.DataFrame, k: int, use_l: bool)
     fast, ref = NodeEvaluator(batch, req, backend="numba"), NodeEvaluator(batch, req, backend="numpy")
     direct = DirectEvaluator(batch, req)  # one pass over the distinct rows (k only)
     early = DirectEvaluator(batch, req)  # feasibility passes that may stop early
+    probe = NodeEvaluator(batch, req, backend="numpy")  # feasibility from class sizes alone where that says no
     for node in Lattice(batch.heights).all_nodes()[::7]:
         a, b, c = fast.evaluate(tuple(node)), ref.evaluate(tuple(node)), direct.evaluate(tuple(node))
         assert early.exceeds_suppression(tuple(node)) == ref.monotone_infeasible(b)
+        assert probe.exceeds_suppression(tuple(node)) == ref.monotone_infeasible(b)
+        assert probe.evaluate(tuple(node)) == b  # a node probed, then evaluated whole: the same result
         for x in (a, c):
             assert (x.feasible, x.suppressed, x.classes, x.k) == (b.feasible, b.suppressed, b.classes, b.k)
             assert x.loss == b.loss and x.gen_loss == b.gen_loss  # summed the same way by every evaluator
+    assert probe.evaluations == ref.evaluations  # each node counted once, probed or not
 
 
 @pytest.mark.parametrize("name", engine_names())
