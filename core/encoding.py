@@ -105,6 +105,7 @@ class EncodedBatch:
         """The used columns of ``rows`` (all rows if None) with every QI replaced by its label at ``levels``.
 
         Labels are gathered per leaf first, then once per released row; other columns keep their dtype.
+        Each column is an array of its own (new, never the input's), not copied again into one block.
         """
         level_of = {q.name: (q, int(lv)) for q, lv in zip(self.qis, levels, strict=True)}
         data: dict[str, object] = {}
@@ -115,9 +116,9 @@ class EncodedBatch:
                 data[col] = leaf_label[q.codes if rows is None else q.codes[rows]]
             else:
                 values = self.frame[col].array
-                data[col] = values if rows is None else values.take(rows)
+                data[col] = values.copy() if rows is None else values.take(rows)
         index = self.frame.index if rows is None else self.frame.index.take(rows)
-        return pd.DataFrame(data, index=index, columns=self.frame.columns)
+        return pd.DataFrame(data, index=index, columns=self.frame.columns, copy=False)
 
     def take(self, rows: np.ndarray) -> EncodedBatch:
         """A sub-batch of the given positional rows, sharing the hierarchies' lookup tables."""

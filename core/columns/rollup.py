@@ -92,6 +92,12 @@ def roll_up(labels: pd.Series, grid: dict[str, Any], level: int,
         codes, uniq = coded
     else:
         codes, uniq = pd.factorize(labels.astype(object))  # work once per distinct label; missing: code -1
+    return pd.Series(rolled_codes(uniq, grid, level)[codes], index=labels.index, dtype=object)
+
+
+def rolled_codes(uniq: Any, grid: dict[str, Any], level: int) -> np.ndarray:
+    """:func:`roll_up` per distinct label: each label's node at ``level`` (None when coarser), then the
+    missing label's (so that code -1 picks the last), as an object array."""
     top = len(grid["levels"]) - 1
     node = _NODE[grid["kind"]]
     if grid["kind"] == "table":
@@ -101,8 +107,7 @@ def roll_up(labels: pd.Series, grid: dict[str, Any], level: int,
         grid = {**grid, "_index": _table_index(grid)}  # a copy: the caller's grid stays plain JSON
     text = [str(u).strip() for u in uniq]
     mapped = [TOP if level >= top else (None if u == TOP else node(u, grid, level)) for u in text]
-    out = np.array([*mapped, TOP if level >= top else None], dtype=object)[codes]
-    return pd.Series(out, index=labels.index, dtype=object)
+    return np.array([*mapped, TOP if level >= top else None], dtype=object)
 
 
 def _interval_node(label: str, grid: dict[str, Any], level: int) -> str | None:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from core.codes import Codes, carried
-from core.columns.rollup import grid_of, level_index, roll_up
+from core.columns.rollup import grid_of, level_index, roll_up, rolled_codes
 from core.columns.typed import interpreters
 from core.encoding import Schema
 from core.errors import AnonymizationError, SpecError
@@ -190,22 +190,20 @@ def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, gri
         axes = [_axis(schema, t, grids) for t in names]
     except SpecError as exc:  # a level the hierarchy lacks: reported, never a reason to hold a release
         return {"columns": names, "error": exc.message, "max_error": None}
-    orig, rel = [], []
+    orig, rel = [], []  # per axis: each row's code and each code's value (None: the row is left out)
     for col, lvl in axes:
         if lvl is None:
-            orig.append(original[col].astype(str))
-            rel.append(released[col].astype(str))
+            orig.append(_text_codes(original[col], carried(original, col)))
+            rel.append(_text_codes(released[col], carried(released, col)))
         else:
             labels = _original_labels(schema, col, original[col], carried(original, col))
-            if isinstance(labels, tuple):
-                orig.append(roll_up(original[col], grids[col], lvl, coded=labels))
-            else:
-                orig.append(roll_up(labels, grids[col], lvl))
+            codes, uniq = labels if isinstance(labels, tuple) else pd.factorize(labels.astype(object))
+            orig.append((codes, rolled_codes(uniq, grids[col], lvl)))
             got = carried(released, col)
-            rel.append(roll_up(released[col], grids[col], lvl,
-                               coded=(got.codes, list(got.uniques)) if got is not None else None))
-    o = pd.DataFrame({"a": orig[0], "b": orig[1]}).dropna().value_counts()
-    r = pd.DataFrame({"a": rel[0], "b": rel[1]}).dropna().value_counts()
+            codes, uniq = ((got.codes, list(got.uniques)) if got is not None
+                           else pd.factorize(released[col].astype(object)))
+            rel.append((codes, rolled_codes(uniq, grids[col], lvl)))
+    o, r = pair_counts(*orig), pair_counts(*rel)
     table = pd.concat([o.rename("original"), r.rename("released")], axis=1).fillna(0).astype(int)
     out: dict[str, Any] = {"columns": names, "cells": len(table), "rows": int(o.sum()),
                            "unresolved": len(original) - int(r.sum()), "max_error": None}
@@ -219,6 +217,31 @@ def crosstab(schema: Schema, original: pd.DataFrame, released: pd.DataFrame, gri
             worst = {"cell": None, "original": None, "released": None, "error": worst["error"]}
         out["max_error"] = worst
     return out
+
+
+def _text_codes(values: pd.Series, got: Codes | None) -> tuple[np.ndarray, np.ndarray]:
+    """A column as text (``values.astype(str)``) as each row's code and each code's text."""
+    if got is None or not got.clean:  # else the texts are the values, as the column's codes say
+        codes, uniques = pd.factorize(values.astype(str))
+        got = Codes(codes, np.asarray(uniques, dtype=object))
+    return got.codes, np.asarray([*got.uniques, None], dtype=object)
+
+
+def pair_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> pd.Series:
+    """``pd.DataFrame({"a": A, "b": B}).dropna().value_counts()`` of two columns given as (each row's code,
+    each code's value; -1 picks the last), counted on integers: no column of values is built per row."""
+    ids, kept = [], []
+    for codes, values in (a, b):
+        labels = sorted({v for v in values.tolist() if v is not None})  # the group keys, sorted as groupby sorts
+        at = {v: i for i, v in enumerate(labels)}
+        ids.append(np.asarray([-1 if v is None else at[v] for v in values.tolist()], dtype=np.int64)[codes])
+        kept.append(np.asarray(labels, dtype=object))
+    width = max(len(kept[1]), 1)
+    both = (ids[0] >= 0) & (ids[1] >= 0)
+    keys, counts = np.unique(ids[0][both] * width + ids[1][both], return_counts=True)
+    first, second = np.divmod(keys, width)
+    index = pd.MultiIndex.from_arrays([kept[0][first], kept[1][second]], names=["a", "b"])
+    return pd.Series(counts.astype(np.int64), index=index, name="count").sort_values(ascending=False)
 
 
 PRESERVED = 0.9

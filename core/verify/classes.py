@@ -44,20 +44,22 @@ def _check_truthful(original: pd.DataFrame, release: Release, schema: Schema, fa
     rows = release.rows
     if not rows.index.isin(original.index).all():
         return
-    orig = original.loc[rows.index]
+    where = original.index.get_indexer(rows.index) if original.index.is_unique else None
+
+    def at_rows(col: str) -> pd.Series:  # the original column at the released rows (never the whole frame copied)
+        return original[col].iloc[where] if where is not None else original.loc[rows.index, col]
+
     kept = list(schema.spec.passthrough) + ([schema.sensitive] if schema.sensitive else [])
     for col in kept:
-        if not (orig[col].astype(str).to_numpy() == rows[col].astype(str).to_numpy()).all():
+        if not (at_rows(col).astype(str).to_numpy() == rows[col].astype(str).to_numpy()).all():
             failures.append(f"column '{col}' was altered; it must pass through unchanged")
-    where: np.ndarray | None = None
     for name in schema.qi_names:
         hier = schema.hierarchies[name]
         values, labels = carried(original, name), carried(rows, name)
-        if values is not None and labels is not None and values.clean and labels.clean and original.index.is_unique:
-            where = original.index.get_indexer(rows.index) if where is None else where
+        if values is not None and labels is not None and values.clean and labels.clean and where is not None:
             pairs = _code_pairs(values.codes[where], values.uniques, labels)
         else:
-            pairs = _distinct_pairs(orig[name], rows[name])
+            pairs = _distinct_pairs(at_rows(name), rows[name])
         bad = [(v, g) for v, g in pairs if not hier.covers(g, v)]
         if bad:
             failures.append(f"QI '{name}': {len(bad)} label(s) do not generalize the original value, "

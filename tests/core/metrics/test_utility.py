@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.encoding import Schema
 from core.errors import SpecError
-from core.metrics.utility import publishable_utility, tvd, utility_paragraph, utility_report
+from core.metrics.utility import pair_counts, publishable_utility, tvd, utility_paragraph, utility_report
 from core.schema import parse_spec
 
 SPEC: dict[str, Any] = {"name": "small", "qi": [
@@ -144,3 +147,20 @@ def test_a_report_that_cannot_be_computed_says_why(tables: tuple[Schema, pd.Data
     assert utility_paragraph(report) == "No utility report: KeyError: 'colour'"
     assert publishable_utility(schema, original, released, 3) == utility_report(schema, original, released, k=3,
                                                                                  public=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 4), st.integers(-1, 3)), max_size=60),
+       st.lists(st.sampled_from(["x", "y", "z", None, "b"]), min_size=6, max_size=6),
+       st.lists(st.sampled_from(["p", "q", None, "a"]), min_size=5, max_size=5))
+def test_pair_counts_are_those_of_value_counts(rows: list[tuple[int, int]], a_values: list[str | None],
+                                               b_values: list[str | None]) -> None:
+    """The crosstab's counts on codes: the very Series (cells, counts and order) that pandas' value_counts
+    gives for the two columns of values, missing ones dropped (ties and all)."""
+    a_codes = np.asarray([r[0] for r in rows], dtype=np.int64)
+    b_codes = np.asarray([r[1] for r in rows], dtype=np.int64)
+    a, b = np.asarray(a_values, dtype=object), np.asarray(b_values[:5], dtype=object)
+    want = pd.DataFrame({"a": a[a_codes], "b": b[b_codes]}, dtype=object).dropna().value_counts()
+    got = pair_counts((a_codes, a), (b_codes, b))
+    pd.testing.assert_series_equal(got, want, check_index_type=False)
+    assert list(got.index) == list(want.index)
