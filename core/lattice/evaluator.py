@@ -26,14 +26,13 @@ import numpy as np
 
 from core.encoding import EncodedBatch
 from core.lattice.backend import SWITCH_WORK, Backend, starting_backend
+from core.lattice.rollups import RollUps
 from core.lattice.suppression import failing_code_counts, suppression_extra, suppression_extra_matrix
-from core.lattice.tables import MAX_KEY, TableCache, combined_classes, distinct_rows, projection_table
+from core.lattice.tables import MAX_KEY, combined_classes, distinct_rows
 from core.privacy.models import class_ok
 from core.privacy.requirement import PrivacyRequirement
 
 LossName = Literal["lm", "precision"]
-_MAX_UP_CELLS = 20_000_000  # roll-up map cube limit (int32 cells)
-_MAX_TABLE_CELLS = 20_000_000  # cached class tables limit (int32 cells, about 80 MB)
 
 
 @dataclass(frozen=True)
@@ -92,10 +91,9 @@ class NodeEvaluator:
         self.cache: dict[tuple[int, ...], NodeResult] = {}
         self._bound_terms: list[list[float]] | None = None
         self._packed: tuple[np.ndarray, np.ndarray] | None = None
-        self._up: np.ndarray | None = None
-        self.bottom = (0,) * batch.d
         self.bottom_tab = np.ascontiguousarray(uniq, dtype=np.int32)
-        self.tables = TableCache(batch.d, _MAX_TABLE_CELLS)
+        self.rollups = RollUps(batch, self.bottom_tab, self.counts, self.ncodes,
+                               self.n_sens if self.with_sensitive else None)
 
     def _pack(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense (d, levels, m) code cube and (d, levels, codes) cost cube for the kernels."""
@@ -173,61 +171,14 @@ class NodeEvaluator:
             return ~class_ok(flat.reshape(n_cls, self.n_sens), self.req, self.overall)
         return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k_min
 
-    # -- class tables and roll-up -------------------------------------------------------------
-    def _up_cube(self) -> np.ndarray | None:
-        """``up[a, s, t, code]``: QI a's code at level s mapped to level t (None if too large)."""
-        if self._up is None:
-            d = self.batch.d
-            hmax = int(self.heights.max()) + 1 if d else 1
-            cmax = max((max(nc) for nc in self.ncodes), default=1)
-            if d * hmax * hmax * cmax > _MAX_UP_CELLS:
-                self._up = np.zeros((0, 0, 0, 0), np.int32)
-            else:
-                up = np.zeros((d, hmax, hmax, cmax), dtype=np.int32)
-                for a, q in enumerate(self.batch.qis):
-                    for s in range(q.height + 1):
-                        for t in range(s, q.height + 1):
-                            up[a, s, t, : q.n_codes(s)] = q.up(s, t)
-                self._up = up
-        return self._up if self._up.size else None
-
-    def _source(self, node: tuple[int, ...]) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
-        """The cached class table below ``node`` with the fewest rows (bottom table as fallback)."""
-        hit = self.tables.below(node, len(self.counts))
-        return hit if hit is not None else (self.bottom, self.bottom_tab, self.counts)
-
     def prepare_projection(self, node: tuple[int, ...]) -> None:
-        """Cache, with one dense count, a cheap table below a node whose QIs are mostly at the top.
-
-        The table is that of ``node`` with its non-top QIs lowered to their leaves. It is skipped when
-        a cached table below ``node`` is already much smaller than the bottom table.
-        """
-        if self.backend != "numba" or self._up_cube() is None:
-            return
-        attrs = [a for a, lv in enumerate(node) if lv < self.heights[a]]
-        base = tuple(0 if a in attrs else int(h) for a, h in enumerate(self.heights))
-        hit = self.tables.below(node, len(self.counts) // 8 + 1)
-        if base in self.tables or hit is not None:
-            return
-        if any(self.ncodes[a][int(h)] != 1 for a, h in enumerate(self.heights)):
-            return
-        sizes = [self.ncodes[a][0] for a in attrs] + ([self.n_sens] if self.with_sensitive else [])
-        built = projection_table(self.bottom_tab, self.counts, attrs, sizes, int(self.with_sensitive))
-        if built is not None:
-            self.tables.add(base, *built)
+        """On the numba path, cache a cheap table below ``node`` (:meth:`RollUps.prepare_projection`)."""
+        if self.backend == "numba":
+            self.rollups.prepare_projection(node)
 
     def table(self, node: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
-        """Distinct (QI codes at ``node`` [, sensitive code]) rows with counts, via roll-up."""
-        up = self._up_cube() if self.backend == "numba" else None
-        radix = self._radix(node, with_sens=True)
-        if up is None or radix is None:
-            return None
-        from core.lattice.threads import roll_up  # one pass, or two threads on a large table (same rows)
-
-        src, tab, cnt = self._source(node)
-        out, sizes = roll_up(tab, cnt, up, np.asarray(src, np.int64), np.asarray(node, np.int64), radix)
-        self.tables.add(node, out, sizes)
-        return out, sizes
+        """On the numba path, the node's class table by roll-up (:meth:`RollUps.table`); else None."""
+        return self.rollups.table(node, self._radix(node, with_sens=True)) if self.backend == "numba" else None
 
     def evaluate(self, levels: tuple[int, ...] | np.ndarray) -> NodeResult:
         node = tuple(int(x) for x in levels)

@@ -85,6 +85,6 @@ def warm(evaluator: Any) -> None:  # a NodeEvaluator (core/lattice/evaluator.py 
 
     The tables of a warm-up batch are far below :data:`PARALLEL_ROWS`, so a warm-up search never splits one."""
     top = np.asarray(evaluator.heights, np.int64)
-    up, radix = evaluator._up_cube(), evaluator._radix(tuple(int(h) for h in top), with_sens=True)
+    up, radix = evaluator.rollups.up_cube(), evaluator._radix(tuple(int(h) for h in top), with_sens=True)
     if up is not None and radix is not None:
         split_roll_up(evaluator.bottom_tab, evaluator.counts, up, np.zeros_like(top), top, radix)

@@ -44,7 +44,7 @@ def _rows(tab: np.ndarray, cnt: np.ndarray) -> list[tuple[tuple[int, ...], int]]
 @pytest.mark.parametrize("req", [PrivacyRequirement(k=3), PrivacyRequirement(k=2, l=2)])
 def test_a_split_roll_up_is_one_table_whatever_the_threads(req: PrivacyRequirement) -> None:
     evaluator = NodeEvaluator(encode(make_table(7, 3000), small_schema()), req, backend="numba")
-    up = evaluator._up_cube()
+    up = evaluator.rollups.up_cube()
     assert up is not None
     pool = ThreadPoolExecutor(1)
     tab, cnt = evaluator.bottom_tab, evaluator.counts
