@@ -2,8 +2,9 @@
 
 :func:`stream.io.rows.csv_cells` (Python's ``csv`` module, ``skipinitialspace``) is the one definition
 of how anonstream reads a CSV; ``push`` streams files with it. It parses about 150,000 rows a second in
-one thread. Arrow's CSV reader parses the same text in native code on every core, and agrees with it
-cell for cell except where:
+one thread. Arrow's CSV reader parses the same text in native code (on two threads when the process
+may use two cores and one is spare, as core/parallel.py decides for core's own work; the cells are the
+same on one), and agrees with it cell for cell except where:
 
 * a cell starts with a space (``csv`` drops leading spaces, Arrow keeps them);
 * a row has more or fewer cells than the header (``csv_cells`` cuts or pads it, Arrow refuses it);
@@ -43,9 +44,12 @@ def coded_cells(path: Path, header: list[str], sep: str, codec: str,
     import pyarrow.compute as pc
     import pyarrow.csv as pcsv
 
+    from core import parallel
+
+    both = parallel.threads() > 1 and parallel.spare_core()  # as core's own work: a second core only if spare
     try:
         table = pcsv.read_csv(
-            path, read_options=pcsv.ReadOptions(column_names=header, skip_rows=int(header_row)),
+            path, read_options=pcsv.ReadOptions(column_names=header, skip_rows=int(header_row), use_threads=both),
             parse_options=pcsv.ParseOptions(delimiter=sep, newlines_in_values=True),
             convert_options=pcsv.ConvertOptions(column_types=dict.fromkeys(header, pa.string())))
     except (pa.ArrowException, ValueError):  # a short or long row, invalid UTF-8, a too large value
