@@ -36,7 +36,6 @@ class DirectEvaluator(NodeEvaluator):
                  max_rows: int = 1 << 16) -> None:
         super().__init__(batch, req, loss)
         self.direct = not self.with_sensitive and len(self.counts) <= max_rows
-        self.within: set[tuple[int, ...]] = set()  # nodes known to suppress at most the budget, not evaluated
         self._bound_all: np.ndarray | None = None
         sizes = [int(h) + 1 for h in self.heights]
         if sizes and np.prod(sizes, dtype=np.float64) <= _MAX_BOUND_NODES:
@@ -45,11 +44,6 @@ class DirectEvaluator(NodeEvaluator):
             for t in terms[1:]:
                 acc = acc[..., None] + np.asarray(t, np.float64)  # ((t0 + t1) + t2) ...: bound()'s order
             self._bound_all = acc
-
-    @property
-    def evaluations(self) -> int:
-        """Distinct nodes evaluated so far, passes stopped early included."""
-        return len(self.cache) + len(self.within.difference(self.cache))
 
     def bound(self, levels: tuple[int, ...]) -> float:
         if self._bound_all is None:

@@ -54,7 +54,9 @@ class NodeEvaluator:
         """``backend``: "auto" starts on numpy, moves to the numba kernels when they pay (core/lattice/backend.py)."""
         self.batch, self.req, self.loss_name, self.requested = batch, req, loss, backend
         self.backend, self.numpy_work = starting_backend(backend), 0
-        self.probed: set[tuple[int, ...]] = set()  # nodes found infeasible from their class sizes, not cached
+        # nodes a feasibility probe found beyond (probed) or within (within) the budget, not evaluated whole
+        self.probed: set[tuple[int, ...]] = set()
+        self.within: set[tuple[int, ...]] = set()
         self.n = batch.n
         self.heights = batch.heights
         self.max_suppressed = req.max_suppressed_rows(self.n)
@@ -132,7 +134,7 @@ class NodeEvaluator:
     @property
     def evaluations(self) -> int:
         """Number of distinct nodes evaluated so far (those found infeasible from their class sizes alone included)."""
-        return len(self.cache) + len(self.probed.difference(self.cache))
+        return len(self.cache) + len((self.probed | self.within).difference(self.cache))
 
     def bound_terms(self) -> list[list[float]]:
         """Per attribute and level, the bound's term ``weight * level_mean`` as a Python float."""
@@ -214,22 +216,24 @@ class NodeEvaluator:
         return not res.feasible and (self.req.avg_risk is None or self.max_suppressed == 0)
 
     def exceeds_suppression(self, levels: tuple[int, ...] | np.ndarray) -> bool:
-        """``monotone_infeasible(evaluate(levels))``, answered on the numpy path from the class sizes alone
-        when the node is (the per-code suppression counts of its loss are then never needed: the search
-        records the node as infeasible); a node that is not is evaluated whole and cached."""
+        """``monotone_infeasible(evaluate(levels))``, answered on the numpy path from the class sizes alone.
+
+        A climb asks it of many nodes whose loss it never reads (on Adult k = 5, <= 4 %, 7 of the 656
+        nodes found within the budget were evaluated later): the verdict is remembered (``probed``,
+        ``within``), not the node's result, which :meth:`evaluate` computes if it is asked."""
         node = tuple(int(x) for x in levels)
+        if node in self.probed or node in self.within:  # an exact verdict, whichever backend runs now
+            return node in self.probed
         if node in self.cache or self.backend != "numpy":
             return self.monotone_infeasible(self.evaluate(node))
-        groups = self._numpy_groups(node)
+        cls, _, sizes, fail_cls = self._numpy_groups(node)
         self._did_numpy_work()
-        kept = groups[2][(~groups[3]) & (groups[2] > 0)]
-        suppressed = int(self.counts[groups[3][groups[0]]].sum())
+        kept = sizes[(~fail_cls) & (sizes > 0)]
+        suppressed = int(self.counts[fail_cls[cls]].sum())
         probe = NodeResult(node, self._feasible(suppressed, len(kept)), suppressed, len(kept), 0, 0.0, 0.0)
-        if self.monotone_infeasible(probe):
-            self.probed.add(node)
-            return True
-        self.cache[node] = self._evaluate_numpy(node, groups)
-        return False
+        exceeds = self.monotone_infeasible(probe)
+        (self.probed if exceeds else self.within).add(node)
+        return exceeds
 
     def _evaluate_table(self, node: tuple[int, ...], tab: np.ndarray, cnt: np.ndarray) -> NodeResult:
         from core.lattice.kernels import failing_codes, group_prefix
@@ -260,10 +264,9 @@ class NodeEvaluator:
         cls, n_cls = self.class_ids(node, backend="numpy")
         return cls, n_cls, np.bincount(cls, weights=self.counts, minlength=n_cls), self.failing(cls, n_cls)
 
-    def _evaluate_numpy(self, node: tuple[int, ...],
-                        groups: tuple[np.ndarray, int, np.ndarray, np.ndarray] | None = None) -> NodeResult:
+    def _evaluate_numpy(self, node: tuple[int, ...]) -> NodeResult:
         """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""
-        cls, _, sizes, fail_cls = groups or self._numpy_groups(node)
+        cls, _, sizes, fail_cls = self._numpy_groups(node)
         fail_row = fail_cls[cls]
         suppressed, per_code = failing_code_counts([self.codes[a][lv] for a, lv in enumerate(node)], self.counts,
                                                    fail_row, [self.ncodes[a][lv] for a, lv in enumerate(node)])
