@@ -152,8 +152,8 @@ def class_key(columns: Iterable[tuple[np.ndarray, int]], n: int) -> np.ndarray:
         if len(codes) and (codes < 0).any():
             codes, size = np.where(codes < 0, count, codes), count + 1
         if radix * size >= 2**62:  # compress the key so far before it overflows
-            key = pd.factorize(key)[0].astype(np.int64)
+            key = pd.factorize(key)[0].astype(np.int64, copy=False)
             radix = int(key.max()) + 1
-        key += codes.astype(np.int64) * radix
+        key += np.multiply(codes, radix, dtype=np.int64)  # one temporary array per column, not two
         radix *= size
-    return pd.factorize(key)[0].astype(np.int64)
+    return pd.factorize(key)[0].astype(np.int64, copy=False)

@@ -157,7 +157,9 @@ def text_ranks(rows: pd.DataFrame) -> Any:
         sep = "]" if j == len(rows.columns) - 1 else ", "
         item = _item_ranks(column, codes, uniques, sep, bool(text))
         # refine: rows ordered by the columns so far, ties broken by this one (one int64 per row held)
-        kinds, ranks = np.unique(ranks * (int(item.max()) + 1) + item, return_inverse=True)
+        ranks *= int(item.max()) + 1  # in place: the ranks so far are replaced by the refined ones
+        ranks += item
+        kinds, ranks = np.unique(ranks, return_inverse=True)
         size = len(kinds)
     return ranks.reshape(-1).astype(np.int64, copy=False)
 
