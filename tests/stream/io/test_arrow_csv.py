@@ -111,3 +111,18 @@ def test_any_table_is_read_alike_with_and_without_arrow(tmp_path: Path, monkeypa
     path = tmp_path / "t.csv"
     path.write_bytes(text.encode())
     assert _read(path, True, monkeypatch) == _read(path, False, monkeypatch)
+
+
+def test_a_file_without_a_header_row_is_read_alike_from_line_one(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec's ``[input] columns`` names the columns of a file that has no header row."""
+    path = tmp_path / "t.csv"
+    path.write_text("1,a,x\n2,b,y\n3,a,z\n")
+    names = ("n", "l", "t")
+    got = arrow_csv.coded_cells(path, list(names), ",", "utf-8", header_row=False)
+    assert got is not None and got[0].tolist() == [1, 2, 3]
+    fast = tables.read_table(path, ",", names)
+    monkeypatch.setattr(arrow_csv, "coded_cells", lambda *a, **k: None)
+    slow = tables.read_table(path, ",", names)
+    assert fast.equals(slow) and fast.to_numpy().tolist() == [["1", "a", "x"], ["2", "b", "y"], ["3", "a", "z"]]
+    assert tables.line_numbers(fast, range(3)) == tables.line_numbers(slow, range(3)) == [1, 2, 3]
