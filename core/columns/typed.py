@@ -73,14 +73,15 @@ def typed_columns(rows: pd.DataFrame, schema: Schema, context: dict[str, Any] | 
     for interp in interpreters(schema):
         got = carried(rows, interp.name)
         column = rows[interp.name]
-        if got is not None and got.clean:  # label_codes of text labels: their codes, as the rows carry them
+        clean = got is not None and got.clean
+        if got is not None and clean:  # label_codes of text labels: their codes, as the rows carry them
             codes, texts = got.codes, list(got.uniques)
             carry[interp.name] = got
-            labels = column if column.dtype == object else None  # the rows' own labels: no copy of them
         else:
-            (codes, texts), labels = label_codes(column), None
-        if labels is None:
-            labels = pd.Series(np.asarray(texts, dtype=object)[codes], index=rows.index, name=interp.name)
+            codes, texts = label_codes(column)
+        # clean text labels are their own texts: the rows' column itself, not a copy of it
+        labels = (column if clean and column.dtype == object
+                  else pd.Series(np.asarray(texts, dtype=object)[codes], index=rows.index, name=interp.name))
         parts.append(labels)
         parts.append(interp.frame(labels, (codes, texts)))
         top &= np.asarray([t == TOP for t in texts], dtype=bool)[codes]

@@ -133,7 +133,7 @@ class NodeEvaluator:
 
     @property
     def evaluations(self) -> int:
-        """Number of distinct nodes evaluated so far (those found infeasible from their class sizes alone included)."""
+        """Number of distinct nodes evaluated so far, those only probed for feasibility included."""
         return len(self.cache) + len((self.probed | self.within).difference(self.cache))
 
     def bound_terms(self) -> list[list[float]]:

@@ -22,7 +22,6 @@ those ``pd.factorize`` gives the column (:class:`core.codes.Codes`).
 
 from __future__ import annotations
 
-import codecs
 import csv
 from pathlib import Path
 
@@ -37,8 +36,9 @@ def coded_cells(path: Path, header: list[str], sep: str, codec: str,
                 header_row: bool) -> tuple[np.ndarray, list[Codes]] | None:
     """(file line of each row, :class:`Codes` of each column) of the CSV at ``path`` as
     :func:`stream.io.rows.csv_cells` reads it (``header``: its names; ``header_row``: the file's first
-    line holds them), or None if Arrow's reading could differ from it for this file (see the module)."""
-    if codec != "utf-8" or len(sep) != 1 or sep in " \"\r\n" or _starts_with_bom(path):
+    line holds them; ``codec``: :func:`stream.io.text.detect`'s, whose "utf-8" has no byte-order mark),
+    or None if Arrow's reading could differ from it for this file (see the module)."""
+    if codec != "utf-8" or len(sep) != 1 or sep in " \"\r\n":
         return None
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -88,7 +88,3 @@ def physical_lines(path: Path) -> int:
             last = block[-1:]
     return lines + (1 if last not in (b"", b"\n", b"\r") else 0)
 
-
-def _starts_with_bom(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(3) == codecs.BOM_UTF8

@@ -126,3 +126,21 @@ def test_a_file_without_a_header_row_is_read_alike_from_line_one(tmp_path: Path,
     slow = tables.read_table(path, ",", names)
     assert fast.equals(slow) and fast.to_numpy().tolist() == [["1", "a", "x"], ["2", "b", "y"], ["3", "a", "z"]]
     assert tables.line_numbers(fast, range(3)) == tables.line_numbers(slow, range(3)) == [1, 2, 3]
+
+
+def test_one_thread_or_two_read_the_same_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Arrow parses blocks on two threads only when a core is spare: the rows and codes never depend on it."""
+    from core import parallel
+
+    rng = np.random.default_rng(5)
+    path = tmp_path / "t.csv"
+    with path.open("w", newline="") as fh:  # about 3 MB: several of Arrow's blocks
+        csv.writer(fh).writerows([["a", "b"], *([f"s{rng.integers(0, 50)}", f"id{i}"] for i in range(150_000))])
+    monkeypatch.setattr(parallel, "spare_core", lambda: True)
+    got = []
+    for count in (1, 2):
+        monkeypatch.setattr(parallel, "threads", lambda count=count: count)
+        read = arrow_csv.coded_cells(path, ["a", "b"], ",", "utf-8", header_row=True)
+        assert read is not None
+        got.append([(c.codes.tolist(), list(c.uniques)) for c in read[1]])
+    assert got[0] == got[1]
