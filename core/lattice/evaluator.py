@@ -165,13 +165,16 @@ class NodeEvaluator:
         return combined_classes([self.codes[a][lv] for a, lv in enumerate(levels)],
                                 [self.ncodes[a][lv] for a, lv in enumerate(levels)], len(self.counts))
 
-    def failing(self, cls: np.ndarray, n_cls: int) -> np.ndarray:
-        """Boolean per class id: the class fails the requirement (and must be suppressed)."""
+    def failing(self, cls: np.ndarray, n_cls: int, sizes: np.ndarray | None = None) -> np.ndarray:
+        """Boolean per class id: the class fails the requirement (and must be suppressed). ``sizes``: the
+        classes' sizes if already counted (``bincount(cls, weights=counts)``)."""
         if self.with_sensitive:
             assert self.sens is not None  # set with with_sensitive
             flat = np.bincount(cls * self.n_sens + self.sens, weights=self.counts, minlength=n_cls * self.n_sens)
             return ~class_ok(flat.reshape(n_cls, self.n_sens), self.req, self.overall)
-        return np.bincount(cls, weights=self.counts, minlength=n_cls) < self.req.k_min
+        if sizes is None:
+            sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
+        return sizes < self.req.k_min
 
     def prepare_projection(self, node: tuple[int, ...]) -> None:
         """On the numba path, cache a cheap table below ``node`` (:meth:`RollUps.prepare_projection`)."""
@@ -226,10 +229,10 @@ class NodeEvaluator:
             return node in self.probed
         if node in self.cache or self.backend != "numpy":
             return self.monotone_infeasible(self.evaluate(node))
-        cls, _, sizes, fail_cls = self._numpy_groups(node)
+        _, _, sizes, fail_cls = self._numpy_groups(node)
         self._did_numpy_work()
         kept = sizes[(~fail_cls) & (sizes > 0)]
-        suppressed = int(self.counts[fail_cls[cls]].sum())
+        suppressed = int(sizes[fail_cls].sum())  # the failing classes' rows (sums of integer counts: exact)
         probe = NodeResult(node, self._feasible(suppressed, len(kept)), suppressed, len(kept), 0, 0.0, 0.0)
         exceeds = self.monotone_infeasible(probe)
         (self.probed if exceeds else self.within).add(node)
@@ -262,7 +265,8 @@ class NodeEvaluator:
     def _numpy_groups(self, node: tuple[int, ...]) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
         """The numpy path's classes: each distinct row's class id, their number, sizes and failing ones."""
         cls, n_cls = self.class_ids(node, backend="numpy")
-        return cls, n_cls, np.bincount(cls, weights=self.counts, minlength=n_cls), self.failing(cls, n_cls)
+        sizes = np.bincount(cls, weights=self.counts, minlength=n_cls)
+        return cls, n_cls, sizes, self.failing(cls, n_cls, sizes)
 
     def _evaluate_numpy(self, node: tuple[int, ...]) -> NodeResult:
         """Reference path: group the distinct rows directly with numpy (no numba, no roll-up)."""
