@@ -18,11 +18,16 @@ Measures
   * the ceiling: a faust agent forwarding every message of the same 50,000 reports to another topic,
     timed the same way (first push to last forwarded message).
 
-    .venv/bin/python bench/pipeline.py [--quick] [--scaling] [--lone]
+    .venv/bin/python bench/pipeline.py [--quick] [--scaling] [--lone] [--batches]
 
-Writes bench/results/pipeline.json and prints a table. The machine has 2 cores shared with other
-jobs: wall-clock figures are noisy, and two workers compete with the broker, PostgreSQL and the
-producer for those 2 cores.
+By default the five stations' reports are merged in event-time order (a live feed: every window
+closes at the end of the push, then waits for a release slot); ``--batches`` pushes each station's day
+as one framed batch, the stations one after another, as five stations' ``anonstream push`` of their
+daily exports would (a window closes when its batch ends, while later stations are still ingested).
+
+Writes bench/results/pipeline.json (``--batches``: pipeline_batches.json) and prints a table. The
+machine has 2 cores shared with other jobs: wall-clock figures are noisy, and two workers compete
+with the broker, PostgreSQL and the producer for those 2 cores.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from stream.station.simulate import generate_day  # noqa: E402
 from stream.testing.reports import DAY  # noqa: E402
 from stream.testing.scenario import Scenario  # noqa: E402
 from stream.testing.services import PostgresServer  # noqa: E402
+from stream.wire.markers import Marker, parse_marker  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -126,6 +132,11 @@ class CpuMeter:
         return {"cpu_s": used, "total_cpu_s": round(total, 2), "cores_busy": round(total / wall, 2) if wall else None}
 
 
+def report_count(payloads: list[tuple[bytes, bytes]]) -> int:
+    """The reports among ``payloads``: batch markers (``--batches``) frame them but are not reports."""
+    return sum(1 for _, value in payloads if parse_marker(value) is None)
+
+
 def push_all(bootstrap: list[str], topic: str, payloads: list[tuple[bytes, bytes]]) -> float:
     producer = make_producer(bootstrap)
     started = time.time()
@@ -153,7 +164,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
         meter = CpuMeter(kafka.proc.pid if kafka.proc else 0, [w.pid for w in sc.workers])
         started = push_all(sc.settings.bootstrap_servers(), sc.settings.topic_reports, payloads)
         pushed_after = round(time.time() - started, 2)
-        sc.pushed = len(payloads)
+        sc.pushed = n_reports = report_count(payloads)
         arrivals: dict[str, float] = {}
         from stream.analyst.consumer import make_consumer
 
@@ -166,7 +177,7 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
                     arrivals.setdefault(json.loads(m.value)["release_id"], time.time())
             acc = sc.accounting()
             done = sum(acc.get(k, 0) for k in ("released", "suppressed", "blocked", "dlq", "duplicate", "correction"))
-            if done >= len(payloads) and acc.get("windows_open", 1) == 0 and acc.get("releases_stored", 1) == 0:
+            if done >= n_reports and acc.get("windows_open", 1) == 0 and acc.get("releases_stored", 1) == 0:
                 expected = acc.get("releases_published", 0)
                 if len(arrivals) >= expected:
                     break
@@ -202,12 +213,12 @@ def run_pipeline(kafka: EmbeddedBroker, pg: PostgresServer, workdir: Path, paylo
                              "claimed_after_push_s": round(r.claimed_at.timestamp() - started, 2)} for r in rows),
                            key=lambda b: b["claimed_after_push_s"])
         acc = sc.accounting()
-        return {"workers": n_workers, "reports": len(payloads), "releases": len(rows),
+        return {"workers": n_workers, "reports": n_reports, "releases": len(rows),
                 "released": acc.get("released", 0), "suppressed": acc.get("suppressed", 0),
                 "seconds": round(finished - started, 2),
                 "ingest_seconds": round(last_ingest - started, 2), "push_seconds": pushed_after,
                 "cpu": cpu,
-                "throughput": round(len(payloads) / (finished - started), 1),
+                "throughput": round(n_reports / (finished - started), 1),
                 "latency_s": {"min": round(latencies[0], 2), "median": round(latencies[len(latencies) // 2], 2),
                               "max": round(latencies[-1], 2)},
                 "latency_full_windows_s": [round(x, 2) for x in sorted(big)],
@@ -297,9 +308,10 @@ def run_passthrough(kafka: EmbeddedBroker, workdir: Path, payloads: list[tuple[b
         if not out.exists():
             raise RuntimeError(f"pass-through agent failed; see {workdir / 'passthrough.log'}")
         finished = float(out.read_text())
-        return {"reports": len(payloads), "seconds": round(finished - started, 2), "push_seconds": pushed_after,
+        reports = report_count(payloads)  # the agent forwards every message, markers too; reports/s as the worker
+        return {"reports": reports, "seconds": round(finished - started, 2), "push_seconds": pushed_after,
                 "cpu": meter.since(finished - started),
-                "throughput": round(len(payloads) / (finished - started), 1),
+                "throughput": round(reports / (finished - started), 1),
                 "peak_mb": round(peak_memory_mb(proc.pid) or 0, 1)}
     finally:
         stop_process(proc)
@@ -311,6 +323,11 @@ def main() -> int:
     parser.add_argument("--lone", action="store_true",
                         help="only the lone-window runs (one station, one worker, three times): a window's latency "
                              "on an otherwise quiet machine")
+    parser.add_argument("--batches", action="store_true",
+                        help="push each station's day as one batch (begin and end markers, as `anonstream push` "
+                             "frames it), the stations one after another, instead of all stations' reports merged "
+                             "in event-time order; runs the pass-through agent and one worker only "
+                             "(bench/results/pipeline_batches.json)")
     parser.add_argument("--scaling", action="store_true",
                         help="also run one and two workers with RELEASE_CONCURRENCY=1 (one window per worker at a "
                              "time), which shows worker scaling when a single worker does not fill the cores")
@@ -319,8 +336,15 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the broker and PostgreSQL
     per_station = 2_000 if args.quick else 10_000
     reports = generate_day(5, per_station, seed=1, day=DAY)
-    merged = sorted(((str(r["event_time"]), st, r) for st, rs in reports.items() for r in rs), key=lambda x: x[0])
-    payloads = [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for _, st, r in merged]
+    if args.batches:  # each station's day as one framed batch, the stations one after another
+        payloads = []
+        for st, rs in reports.items():
+            payloads.append((st.encode(), Marker("begin", "bench", st).encode()))
+            payloads += [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for r in rs]
+            payloads.append((st.encode(), Marker("end", "bench", st, len(rs)).encode()))
+    else:  # the stations' reports merged in event-time order: every window closes at the end of the push
+        merged = sorted(((str(r["event_time"]), st, r) for st, rs in reports.items() for r in rs), key=lambda x: x[0])
+        payloads = [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for _, st, r in merged]
     workdir = Path(tempfile.mkdtemp(prefix="anonstream-bench-"))
     pg = PostgresServer()
     kafka = EmbeddedBroker(log_file=workdir / "broker.log").start()
@@ -341,15 +365,16 @@ def main() -> int:
             return 0
         print(f"pass-through agent on {len(payloads)} reports ...", file=sys.stderr, flush=True)
         results["passthrough"] = run_passthrough(kafka, workdir, payloads)
-        if not args.quick:
+        results["push"] = "station batches, one after another" if args.batches else "merged in event-time order"
+        if not args.quick and not args.batches:
             print("one worker, ingest only ...", file=sys.stderr, flush=True)
             results["ingest_only"] = run_ingest_only(kafka, pg, workdir / "ingest", payloads)
         print("pipeline, one worker ...", file=sys.stderr, flush=True)
         results["one_worker"] = run_pipeline(kafka, pg, workdir / "w1", payloads, 1, per_station)
-        if not args.quick:
+        if not args.quick and not args.batches:
             print("pipeline, two workers ...", file=sys.stderr, flush=True)
             results["two_workers"] = run_pipeline(kafka, pg, workdir / "w2", payloads, 2, per_station)
-        if not args.quick:
+        if not args.quick and not args.batches:
             lone = [p for p in payloads if p[0] == payloads[0][0]]
             results["lone_window"] = []
             for i in range(3):
@@ -371,7 +396,7 @@ def main() -> int:
         results["two_vs_one_worker_1slot"] = round(results["two_workers_1slot"]["throughput"]
                                                    / results["one_worker_1slot"]["throughput"], 3)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "pipeline.json").write_text(json.dumps(results, indent=2))
+    (RESULTS / ("pipeline_batches.json" if args.batches else "pipeline.json")).write_text(json.dumps(results, indent=2))
     print(f"{'run':<19}{'reports':>9}{'seconds':>9}{'reports/s':>11}{'lat med':>9}{'lat max':>9}{'peak MB':>10}")
     print(f"{'pass-through':<19}{pt['reports']:>9}{pt['seconds']:>9}{pt['throughput']:>11}{'':>9}{'':>9}"
           f"{pt['peak_mb']:>10}")
