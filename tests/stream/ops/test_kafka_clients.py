@@ -102,3 +102,15 @@ def test_console_look_ups_end_within_their_deadline() -> None:
     config = _config(KafkaAdminClient, 1.0, bootstrap_servers=["x:1"])
     assert config["bootstrap_timeout_ms"] <= 1000 and config["request_timeout_ms"] <= 1000
     assert _config(KafkaAdminClient)["bootstrap_timeout_ms"] == 4000
+
+
+def test_record_batches_are_checksummed_in_native_code() -> None:
+    """kafka-python computes the CRC-32C of every record batch it produces (``push``, receipts, republish) or
+    checks (``consume``) with the ``crc32c`` package when it is installed (the ``kafka-python[crc32c]``
+    dependency), else in pure Python: about a third of ``push``'s CPU time on 24,000 reports. Same checksum."""
+    from kafka.record import _crc32c, util
+
+    assert util.crc32c_c is not None, "the crc32c package is missing: kafka-python checksums in pure Python"
+    assert util.calc_crc32c(b"123456789") == 0xE3069283  # CRC-32C's published check value
+    data = bytes(range(256)) * 17
+    assert util.calc_crc32c(data) == _crc32c.crc(data)  # the pure-Python one agrees
