@@ -336,15 +336,17 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop the broker and PostgreSQL
     per_station = 2_000 if args.quick else 10_000
     reports = generate_day(5, per_station, seed=1, day=DAY)
+    def message(station: str, report: dict[str, Any]) -> tuple[bytes, bytes]:
+        return station.encode(), json.dumps(report, separators=(",", ":")).encode()
+
     if args.batches:  # each station's day as one framed batch, the stations one after another
         payloads = []
         for st, rs in reports.items():
-            payloads.append((st.encode(), Marker("begin", "bench", st).encode()))
-            payloads += [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for r in rs]
-            payloads.append((st.encode(), Marker("end", "bench", st, len(rs)).encode()))
+            payloads += [(st.encode(), Marker("begin", "bench", st).encode()), *(message(st, r) for r in rs),
+                         (st.encode(), Marker("end", "bench", st, len(rs)).encode())]
     else:  # the stations' reports merged in event-time order: every window closes at the end of the push
         merged = sorted(((str(r["event_time"]), st, r) for st, rs in reports.items() for r in rs), key=lambda x: x[0])
-        payloads = [(st.encode(), json.dumps(r, separators=(",", ":")).encode()) for _, st, r in merged]
+        payloads = [message(st, r) for _, st, r in merged]
     workdir = Path(tempfile.mkdtemp(prefix="anonstream-bench-"))
     pg = PostgresServer()
     kafka = EmbeddedBroker(log_file=workdir / "broker.log").start()
